@@ -1,0 +1,147 @@
+# zswapd - userspace compressed swap for opted-in processes.
+#
+#   make              build/zswapd, build/zswapctl, build/libzswap.so
+#   make check        unit tests (Check) and integration tests (real daemon, real processes)
+#   make asan / tsan  the same tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make bench-quick  a short side-by-side benchmark (see tests/bench/README)
+#   V=1               show full commands
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD ?= build
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+SYSCONFDIR ?= /etc
+UNITDIR ?= /lib/systemd/system
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wformat-security \
+	-Wstrict-prototypes -Wmissing-prototypes -fstack-protector-strong -fno-strict-aliasing \
+	-Iinclude -Idaemon -MMD -MP
+ifneq ($(SANITIZE),)
+override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+override LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+PKGS_DAEMON = liburing lzo2 liblz4 libzstd libcap libsystemd
+DAEMON_CFLAGS := $(shell pkg-config --cflags $(PKGS_DAEMON) 2>/dev/null)
+DAEMON_LIBS := $(shell pkg-config --libs $(PKGS_DAEMON) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
+SHIM_SRCS := $(wildcard shim/*.c) daemon/proto.c
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/pic/%.o)
+CLIENT_OBJS := $(BUILD)/client/zswapctl.o $(BUILD)/daemon/proto.o $(BUILD)/daemon/size.o
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
+ITEST_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/*.c))
+
+all: $(BUILD)/zswapd $(BUILD)/zswapctl $(BUILD)/libzswap.so
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) $(DAEMON_CFLAGS) -c -o $@ $<
+
+# The shim is never built with a sanitizer: it is preloaded into programs that
+# are not (stress-ng, any binary), where a sanitizer runtime cannot come first.
+SHIM_CFLAGS = $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -fvisibility=hidden
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [pic] $<")
+	$(Q)$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libzswapd.a: $(DAEMON_OBJS)
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/zswapd: $(BUILD)/daemon/main.o $(BUILD)/libzswapd.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lpthread
+
+$(BUILD)/zswapctl: $(CLIENT_OBJS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/libzswap.so: $(SHIM_OBJS) shim/libzswap.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -Wl,-z,defs -Wl,--version-script=shim/libzswap.map \
+		-o $@ $(SHIM_OBJS) -lpthread
+
+$(BUILD)/tests/check_%: tests/unit/check_%.c $(BUILD)/libzswapd.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzswapd.a \
+		$(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
+
+$(BUILD)/tests/%: tests/integration/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+check-unit: $(UNIT_TESTS)
+	@fail=0; for t in $(UNIT_TESTS); do \
+		CK_FORK=yes $$t || fail=1; \
+	done; exit $$fail
+
+check-integration: all $(ITEST_PROGS)
+	$(Q)BUILD=$(BUILD) tests/integration/run.sh
+
+check: check-unit check-integration
+
+# verify_asan_link_order=0: the (uninstrumented) shim is preloaded ahead of
+# the ASan runtime of the instrumented test programs; it does not intercept
+# malloc, so the order does not matter.
+asan:
+	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	$(MAKE) BUILD=build-asan SANITIZE=address,undefined CFLAGS="-O1 -g" check
+
+tsan:
+	$(MAKE) BUILD=build-tsan SANITIZE=thread CFLAGS="-O1 -g" check
+
+bench-quick bench: all
+	$(Q)BUILD=$(BUILD) tests/bench/run.sh $(if $(filter bench-quick,$@),--quick)
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/zswapd $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BUILD)/zswapd $(DESTDIR)$(SBINDIR)/zswapd
+	install -m 0755 $(BUILD)/zswapctl $(DESTDIR)$(BINDIR)/zswapctl
+	install -m 0644 $(BUILD)/libzswap.so $(DESTDIR)$(LIBDIR)/libzswap.so
+	test -e $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf || \
+		install -m 0644 conf/zswapd.conf $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/zswapd.service.in > $(DESTDIR)$(UNITDIR)/zswapd.service
+	install -m 0644 systemd/zswapd.socket $(DESTDIR)$(UNITDIR)/zswapd.socket
+
+# Installs and starts the daemon with the repo's default config: through
+# systemd where it runs the machine, else as a background process.
+start: install
+	@if [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload && systemctl enable --now zswapd.socket zswapd.service && \
+		systemctl --no-pager status zswapd.service | head -n 5; \
+	else \
+		pkill -x zswapd 2>/dev/null && sleep 1; \
+		$(DESTDIR)$(SBINDIR)/zswapd -c $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf 2>>/var/log/zswapd.log && \
+		echo "zswapd started (no systemd here); log in /var/log/zswapd.log"; \
+	fi
+	@$(BUILD)/zswapctl stats | head -n 3
+
+clean:
+	rm -rf build build-asan build-tsan
+
+.PHONY: all check check-unit check-integration asan tsan bench bench-quick install start clean
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zswapctl - talk to zswapd over its control socket.
+ *
+ *   zswapctl stats [--json]          counters (zswap's names where one exists)
+ *   zswapctl list [--json]           the processes served
+ *   zswapctl reclaim PID SIZE        evict up to SIZE of PID's memory now
+ *   zswapctl run -- CMD [ARGS...]    start CMD opted in (LD_PRELOAD=libzswap.so)
+ *
+ * Exit codes: 0 done, 1 failed (the reason on stderr), 2 usage error.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "size.h"
+
+#define EXIT_USAGE 2
+
+static uint64_t reply_buf[ZS_MSG_MAX / sizeof(uint64_t)];
+
+static int usage(FILE *f, int code)
+{
+	fprintf(f,
+		"Usage: zswapctl COMMAND [ARGS]\n\n"
+		"  stats [--json]          show zswapd's counters\n"
+		"  list [--json]           show the processes zswapd serves\n"
+		"  reclaim PID SIZE        evict up to SIZE (K, M, G suffixes) of PID's memory now\n"
+		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
+		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
+	return code;
+}
+
+static const char *socket_path(void)
+{
+	const char *p = getenv(ZSWAP_SOCKET_ENV);
+
+	return p && *p ? p : ZSWAP_DEFAULT_SOCKET;
+}
+
+static int ctl_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = socket_path();
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "zswapctl: socket path too long: %s\n", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		fprintf(stderr, "zswapctl: cannot reach zswapd at %s: %s\n"
+				"Is it running? (systemctl start zswapd, or set $" ZSWAP_SOCKET_ENV ")\n",
+			path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* One request, one reply of the expected type; ZS_ERROR is printed. */
+static int ctl_call(uint16_t type, const void *req, size_t len, uint16_t want,
+		    const struct zs_hdr **ret_hdr)
+{
+	const struct zs_hdr *h = (const struct zs_hdr *)reply_buf;
+	int fd, nfds, fds[PROTO_MAX_FDS];
+	ssize_t n;
+	int r;
+
+	fd = ctl_connect();
+	if (fd < 0)
+		return fd;
+	r = proto_send(fd, type, 1, req, len, NULL, 0);
+	if (r < 0)
+		goto out;
+	do
+		n = proto_recv(fd, reply_buf, sizeof(reply_buf), fds, PROTO_MAX_FDS, &nfds);
+	while (n == -EINTR);
+	if (n <= 0) {
+		r = n < 0 ? (int)n : -ECONNRESET;
+		fprintf(stderr, "zswapctl: no answer from zswapd: %s\n", strerror(-r));
+		goto out;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (h->type == ZS_ERROR) {
+		const struct zs_error *e = proto_payload(h);
+
+		fprintf(stderr, "zswapctl: %s (%s)\n", e->msg, strerror(e->err < 0 ? -e->err : EIO));
+		r = e->err < 0 ? e->err : -EIO;
+		goto out;
+	}
+	if (h->type != want) {
+		fprintf(stderr, "zswapctl: unexpected reply type %u\n", h->type);
+		r = -EPROTO;
+		goto out;
+	}
+	*ret_hdr = h;
+	r = 0;
+out:
+	close(fd);
+	return r;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	const struct zs_hdr *h;
+	const struct zs_stat *st;
+	size_t n;
+
+	if (argc > 2 || (argc == 2 && !json))
+		return usage(stderr, EXIT_USAGE);
+	if (ctl_call(ZS_STATS, NULL, 0, ZS_STATS_REPLY, &h) < 0)
+		return 1;
+	st = proto_payload(h);
+	n = h->len / sizeof(*st);
+	if (json)
+		putchar('{');
+	for (size_t i = 0; i < n; i++) {
+		if (json)
+			printf("%s\"%s\":%llu", i ? "," : "", st[i].name,
+			       (unsigned long long)st[i].value);
+		else
+			printf("%-24s %llu\n", st[i].name, (unsigned long long)st[i].value);
+	}
+	if (json)
+		puts("}");
+	return 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	const struct zs_target_info *ti;
+	const struct zs_hdr *h;
+	size_t n;
+
+	if (argc > 2 || (argc == 2 && !json))
+		return usage(stderr, EXIT_USAGE);
+	if (ctl_call(ZS_LIST, NULL, 0, ZS_LIST_REPLY, &h) < 0)
+		return 1;
+	ti = proto_payload(h);
+	n = h->len / sizeof(*ti);
+	if (json) {
+		putchar('[');
+		for (size_t i = 0; i < n; i++)
+			printf("%s{\"pid\":%u,\"comm\":\"%s\",\"resident_pages\":%llu,"
+			       "\"evicted_pages\":%llu,\"compressed_bytes\":%llu,\"stores\":%llu,"
+			       "\"loads\":%llu,\"invalidates\":%llu}",
+			       i ? "," : "", ti[i].pid, ti[i].comm,
+			       (unsigned long long)ti[i].resident_pages,
+			       (unsigned long long)ti[i].evicted_pages,
+			       (unsigned long long)ti[i].compressed_bytes,
+			       (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads,
+			       (unsigned long long)ti[i].invalidates);
+		puts("]");
+		return 0;
+	}
+	printf("%8s %-16s %10s %10s %12s %10s %10s\n", "PID", "COMMAND", "RESIDENT", "EVICTED",
+	       "COMPRESSED", "STORES", "LOADS");
+	for (size_t i = 0; i < n; i++) {
+		char res[16], ev[16], comp[16];
+
+		size_format(ti[i].resident_pages * 4096, res, sizeof(res));
+		size_format(ti[i].evicted_pages * 4096, ev, sizeof(ev));
+		size_format(ti[i].compressed_bytes, comp, sizeof(comp));
+		printf("%8u %-16s %10s %10s %12s %10llu %10llu\n", ti[i].pid, ti[i].comm, res, ev,
+		       comp, (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads);
+	}
+	return 0;
+}
+
+static int parse_pid(const char *s, uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v == 0 || v > INT_MAX || s[0] == '-' || s[0] == '+')
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int cmd_reclaim(int argc, char **argv)
+{
+	struct zs_reclaim req = { 0 };
+	const struct zs_reclaim_reply *rep;
+	const struct zs_hdr *h;
+	char want[16], got[16], comp[16];
+
+	if (argc != 3)
+		return usage(stderr, EXIT_USAGE);
+	if (parse_pid(argv[1], &req.pid) < 0) {
+		fprintf(stderr, "zswapctl: '%s' is not a process id\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (size_parse(argv[2], &req.bytes) < 0 || req.bytes == 0) {
+		fprintf(stderr, "zswapctl: '%s' is not a size (e.g. 4096, 64K, 192M, 1G)\n", argv[2]);
+		return EXIT_USAGE;
+	}
+	if (ctl_call(ZS_RECLAIM, &req, sizeof(req), ZS_RECLAIM_REPLY, &h) < 0)
+		return 1;
+	rep = proto_payload(h);
+	size_format(req.bytes, want, sizeof(want));
+	size_format(rep->evicted_pages * 4096, got, sizeof(got));
+	size_format(rep->compressed_bytes, comp, sizeof(comp));
+	printf("pid %u: evicted %s of %s asked (%llu pages) into %s compressed; "
+	       "%llu pages refused, %llu scanned\n",
+	       req.pid, got, want, (unsigned long long)rep->evicted_pages, comp,
+	       (unsigned long long)rep->rejected_pages, (unsigned long long)rep->scanned_pages);
+	return 0;
+}
+
+/* libzswap.so next to us (the build tree) or in ../lib (an install). */
+static int find_shim(char *buf, size_t len)
+{
+	static const char *const rel[] = { "libzswap.so", "../lib/libzswap.so",
+					   "../lib/zswapd/libzswap.so" };
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		slash[1] = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		struct stat stbuf;
+
+		snprintf(buf, len, "%s%s", exe, rel[i]);
+		if (stat(buf, &stbuf) == 0) {
+			char *real = realpath(buf, NULL);
+
+			if (real) {
+				snprintf(buf, len, "%s", real);
+				free(real);
+			}
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	char shim[PATH_MAX], *preload;
+	const char *old;
+	int i = 1;
+
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc)
+		return usage(stderr, EXIT_USAGE);
+	if (find_shim(shim, sizeof(shim)) < 0) {
+		fprintf(stderr, "zswapctl: cannot find libzswap.so next to zswapctl or in ../lib\n");
+		return 1;
+	}
+	old = getenv("LD_PRELOAD");
+	if (old && *old) {
+		if (asprintf(&preload, "%s:%s", shim, old) < 0)
+			return 1;
+	} else {
+		preload = shim;
+	}
+	setenv("LD_PRELOAD", preload, 1);
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "zswapctl: cannot run %s: %s\n", argv[i], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "stats", cmd_stats },
+		{ "list", cmd_list },
+		{ "reclaim", cmd_reclaim },
+		{ "run", cmd_run },
+	};
+
+	if (argc < 2)
+		return usage(stderr, EXIT_USAGE);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0)
+		return usage(stdout, 0);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(argv[1], cmds[i].name) == 0) {
+			if (argc == 3 && strcmp(argv[2], "--help") == 0)
+				return usage(stdout, 0);
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "zswapctl: unknown command '%s'\n", argv[1]);
+	return usage(stderr, EXIT_USAGE);
+}

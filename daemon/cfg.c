@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cfg.c - zswapd.conf: the table of keys, their parsers and their defaults.
+ *
+ * Every key is one row of cfg_keys[] {name, parser, field offset, default
+ * text}.  cfg_defaults() runs each default text through the same parser a
+ * value from the file goes through, so a default cannot be something the
+ * file could not say, and conf/zswapd.conf (every key commented out at its
+ * default) is checked against this table by tests/unit/check_cfg.c.
+ * (After systemd-oomd's oomd-conf.c and oomd.conf.)
+ *
+ * The syntax is deliberately small:
+ *
+ *	# a comment: '#' first on the line, after optional whitespace
+ *	key = value
+ *
+ * Whitespace around key and value is trimmed, blank lines are skipped, a
+ * repeated key overrides the earlier one.  There are no inline comments: a
+ * socket path may contain '#', and "20 # percent" is reported as a bad
+ * value rather than silently cut.  Lines are at most CFG_LINE_MAX
+ * characters, files at most CFG_FILE_MAX bytes.
+ *
+ * Everything is parsed into a copy of the caller's struct and copied back
+ * only when the whole text is good, so a SIGHUP with a broken file leaves
+ * the running configuration exactly as it was.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "log.h"
+#include "size.h"
+#include "zswap_proto.h"
+
+#define CFG_LINE_MAX 4095		 /* characters, newline excluded */
+#define CFG_FILE_MAX (1024 * 1024) /* bytes */
+
+struct cfg_key {
+	const char *name;
+	/* Parses value into *field; -errno, *field untouched, on failure. */
+	int (*parse)(const struct cfg_key *k, const char *value, void *field);
+	size_t offset;
+	const char *def;
+	unsigned min, max;    /* cfg_parse_uint() only */
+	const char *expected; /* what a good value looks like, for errors */
+};
+
+static int cfg_parse_path(const struct cfg_key *k, const char *value, void *field)
+{
+	size_t len = strlen(value);
+
+	(void)k;
+	if (value[0] != '/')
+		return -EINVAL;
+	if (len >= CFG_PATH_MAX)
+		return -ENAMETOOLONG;
+	memset(field, 0, CFG_PATH_MAX);
+	memcpy(field, value, len);
+	return 0;
+}
+
+static int cfg_parse_comp(const struct cfg_key *k, const char *value, void *field)
+{
+	enum comp_alg alg;
+	int r;
+
+	(void)k;
+	r = comp_parse(value, &alg);
+	if (r < 0)
+		return r;
+	*(enum comp_alg *)field = alg;
+	return 0;
+}
+
+/* Decimal digits only: no sign, no spaces, no hex, within [k->min, k->max]. */
+static int cfg_parse_uint(const struct cfg_key *k, const char *value, void *field)
+{
+	unsigned long long v = 0;
+	const char *p;
+
+	if (*value == '\0')
+		return -EINVAL;
+	for (p = value; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		/* saturate: anything past UINT_MAX is out of range anyway */
+		if (v <= k->max)
+			v = v * 10 + (unsigned)(*p - '0');
+	}
+	if (v < k->min || v > k->max)
+		return -ERANGE;
+	*(unsigned *)field = (unsigned)v;
+	return 0;
+}
+
+static int cfg_parse_size(const struct cfg_key *k, const char *value, void *field)
+{
+	uint64_t v;
+	int r;
+
+	(void)k;
+	r = size_parse(value, &v);
+	if (r < 0)
+		return r;
+	*(uint64_t *)field = v;
+	return 0;
+}
+
+static int cfg_parse_log_level(const struct cfg_key *k, const char *value, void *field)
+{
+	int level;
+	int r;
+
+	(void)k;
+	r = log_level_parse(value, &level);
+	if (r < 0)
+		return r;
+	*(int *)field = level;
+	return 0;
+}
+
+static int cfg_parse_bool(const struct cfg_key *k, const char *value, void *field)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	(void)k;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(value, yes[i]) == 0) {
+			*(bool *)field = true;
+			return 0;
+		}
+		if (strcasecmp(value, no[i]) == 0) {
+			*(bool *)field = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+#define CFG_FIELD(f) offsetof(struct cfg, f)
+
+/* In the order conf/zswapd.conf lists them. */
+static const struct cfg_key cfg_keys[] = {
+	{ "socket", cfg_parse_path, CFG_FIELD(socket), ZSWAP_DEFAULT_SOCKET, 0, 0,
+	  "an absolute path shorter than 108 bytes" },
+	/*
+	 * lzo1x-1, as kernel zswap, so the two compare like for like.  lz4
+	 * decompresses a page in 1.3 us against lzo's 3.1 us for a pool about
+	 * 4% larger (ANCHORS.md): the better choice where loads dominate.
+	 */
+	{ "compressor", cfg_parse_comp, CFG_FIELD(compressor), "lzo", 0, 0, "lzo, lz4 or zstd" },
+	/* 20 and 90: the kernel's zswap defaults, so the two behave alike */
+	{ "max_pool_percent", cfg_parse_uint, CFG_FIELD(max_pool_percent), "20", 0, 100, NULL },
+	{ "max_pool_bytes", cfg_parse_size, CFG_FIELD(max_pool_bytes), "0", 0, 0,
+	  "a size like 0, 4096, 64K, 192M or 1G" },
+	{ "accept_threshold_percent", cfg_parse_uint, CFG_FIELD(accept_threshold_percent), "90", 0,
+	  100, NULL },
+	{ "max_compressed_percent", cfg_parse_uint, CFG_FIELD(max_compressed_percent), "90", 1, 100,
+	  NULL },
+	/*
+	 * 256 pages (1 MiB) a round trip: copying and dropping cost about
+	 * 1.2 us/page (process_vm_readv 0.95 + MADV_DONTNEED 0.25, ANCHORS.md),
+	 * so a 50-65 us daemon<->agent round trip adds about a fifth to a batch.
+	 */
+	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(evict_batch_pages), "256", 1, 1024, NULL },
+	/*
+	 * A fault round trip to a handler asleep on the other vCPU costs 50-65 us
+	 * here, 16-18 us if it is polling (ANCHORS.md): faults come in bursts, so
+	 * after serving one, poll 50 us for the next before sleeping again.
+	 */
+	{ "fault_spin_usec", cfg_parse_uint, CFG_FIELD(fault_spin_usec), "50", 0, 10000, NULL },
+	{ "log_level", cfg_parse_log_level, CFG_FIELD(log_level), "info", 0, 0,
+	  "error, warning, info or debug" },
+	{ "mlock", cfg_parse_bool, CFG_FIELD(mlock), "yes", 0, 0, "yes or no" },
+};
+
+#define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+
+static const struct cfg_key *cfg_key_find(const char *name)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++)
+		if (strcmp(cfg_keys[i].name, name) == 0)
+			return &cfg_keys[i];
+	return NULL;
+}
+
+void cfg_defaults(struct cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+
+		/* A default its own parser refuses is a bug in cfg_keys[]. */
+		if (k->parse(k, k->def, (char *)c + k->offset) < 0)
+			abort();
+	}
+}
+
+/* "name:line: " and the message into err, cut to fit. */
+__attribute__((format(printf, 5, 6))) static void cfg_error(char *err, size_t errlen, const char *name,
+							     unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || errlen == 0)
+		return;
+	n = snprintf(err, errlen, "%s:%u: ", name, line);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static char *cfg_strip(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+static int cfg_set(struct cfg *c, const struct cfg_key *k, const char *value, const char *name,
+		   unsigned line, char *err, size_t errlen)
+{
+	char range[32];
+	const char *expected = k->expected;
+	int r;
+
+	r = k->parse(k, value, (char *)c + k->offset);
+	if (r >= 0)
+		return 0;
+	if (!expected) {
+		snprintf(range, sizeof(range), "%u..%u", k->min, k->max);
+		expected = range;
+	}
+	cfg_error(err, errlen, name, line, "bad value '%s' for %s: expected %s", value, k->name,
+		  expected);
+	return r;
+}
+
+/* One line, NUL-terminated and writable. */
+static int cfg_parse_line(struct cfg *c, char *text, const char *name, unsigned line, char *err,
+			  size_t errlen)
+{
+	const struct cfg_key *k;
+	char *key, *value, *eq;
+	int r = 0;
+
+	key = cfg_strip(text);
+	if (*key == '\0' || *key == '#')
+		goto out;
+	eq = strchr(key, '=');
+	if (!eq) {
+		r = -EINVAL;
+		cfg_error(err, errlen, name, line, "expected 'key = value', got '%s'", key);
+		goto out;
+	}
+	*eq = '\0';
+	key = cfg_strip(key);
+	value = cfg_strip(eq + 1);
+	if (*key == '\0') {
+		r = -EINVAL;
+		cfg_error(err, errlen, name, line, "missing key before '='");
+		goto out;
+	}
+	k = cfg_key_find(key);
+	if (!k) {
+		r = -EINVAL;
+		cfg_error(err, errlen, name, line, "unknown key '%s'", key);
+		goto out;
+	}
+	if (*value == '\0') {
+		r = -EINVAL;
+		cfg_error(err, errlen, name, line, "empty value for %s", key);
+		goto out;
+	}
+	r = cfg_set(c, k, value, name, line, err, errlen);
+out:
+	return r;
+}
+
+int cfg_parse_text(struct cfg *c, const char *text, const char *name, char *err, size_t errlen)
+{
+	char buf[CFG_LINE_MAX + 1];
+	struct cfg tmp = *c;
+	const char *p = text, *eol;
+	unsigned line;
+	size_t len;
+	int r = 0;
+
+	for (line = 1; *p; line++) {
+		eol = strchrnul(p, '\n');
+		len = (size_t)(eol - p);
+		if (len > CFG_LINE_MAX) {
+			r = -EINVAL;
+			cfg_error(err, errlen, name, line, "line longer than %d characters",
+				  CFG_LINE_MAX);
+			goto out;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		r = cfg_parse_line(&tmp, buf, name, line, err, errlen);
+		if (r < 0)
+			goto out;
+		p = *eol ? eol + 1 : eol;
+	}
+	*c = tmp;
+out:
+	return r;
+}
+
+/* The whole of fd into a NUL-terminated buffer; -EFBIG past CFG_FILE_MAX. */
+static int cfg_read_all(int fd, char **ret_buf, size_t *ret_len)
+{
+	size_t cap = 4096, len = 0;
+	char *buf, *grown;
+	ssize_t n;
+	int r;
+
+	buf = malloc(cap);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		if (cap - len == 1) {
+			/* full, and already holding more than CFG_FILE_MAX */
+			if (len > CFG_FILE_MAX) {
+				r = -EFBIG;
+				goto out_free;
+			}
+			cap = cap * 2 < CFG_FILE_MAX + 2 ? cap * 2 : CFG_FILE_MAX + 2;
+			grown = realloc(buf, cap);
+			if (!grown) {
+				r = -ENOMEM;
+				goto out_free;
+			}
+			buf = grown;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			goto out_free;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+
+out_free:
+	free(buf);
+out:
+	return r;
+}
+
+int cfg_parse_file(struct cfg *c, const char *path, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, err ? errlen : 0, "%s: %s", path, strerror(-r));
+		goto out;
+	}
+	r = cfg_read_all(fd, &text, &len);
+	if (r == -EFBIG) {
+		snprintf(err, err ? errlen : 0, "%s: larger than %d bytes", path, CFG_FILE_MAX);
+		goto out_close;
+	}
+	if (r < 0) {
+		snprintf(err, err ? errlen : 0, "%s: %s", path, strerror(-r));
+		goto out_close;
+	}
+	if (memchr(text, '\0', len)) {
+		r = -EINVAL;
+		snprintf(err, err ? errlen : 0, "%s: contains a NUL byte, not a text file", path);
+		goto out_free;
+	}
+	r = cfg_parse_text(c, text, path, err, errlen);
+out_free:
+	free(text);
+out_close:
+	close(fd);
+out:
+	return r;
+}
+
+uint64_t cfg_pool_limit(const struct cfg *c, uint64_t mem_total)
+{
+	uint64_t pct = c->max_pool_percent;
+
+	if (c->max_pool_bytes)
+		return c->max_pool_bytes;
+	/* mem_total * pct / 100 without overflowing for any mem_total */
+	return mem_total / 100 * pct + mem_total % 100 * pct / 100;
+}

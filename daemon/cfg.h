@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cfg.h - zswapd.conf: "key = value" lines, '#' comments, blank lines.
+ *
+ * Every key lives in one table in cfg.c {name, parser, field, default};
+ * conf/zswapd.conf lists them all, commented out at their defaults.  An
+ * unknown key, a bad value or a bad size is an error naming file:line, and
+ * leaves the caller's struct untouched (parsing goes into a copy).
+ */
+#ifndef ZSWAPD_CFG_H
+#define ZSWAPD_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comp.h"
+
+#define CFG_PATH_MAX 108 /* sizeof(sun_path) */
+
+struct cfg {
+	char socket[CFG_PATH_MAX];	   /* control socket path */
+	enum comp_alg compressor;	   /* lzo, lz4, zstd */
+	unsigned max_pool_percent;	   /* of MemTotal, 0..100 */
+	uint64_t max_pool_bytes;	   /* bytes, 0 = use max_pool_percent */
+	unsigned accept_threshold_percent; /* of the pool limit, 0..100 */
+	unsigned max_compressed_percent;   /* 1..100: store only pages compressing to this much of a page */
+	unsigned evict_batch_pages;	   /* 1..1024 pages per eviction round trip */
+	unsigned fault_spin_usec;	   /* 0..10000: poll this long for the next fault before sleeping */
+	int log_level;			   /* LOG_LVL_* */
+	bool mlock;			   /* lock the daemon's memory (pool included) */
+};
+
+void cfg_defaults(struct cfg *c);
+
+/*
+ * Parses text (the contents of a file called name) over *c.  On error
+ * returns -EINVAL (or -ENAMETOOLONG, -ERANGE), writes "name:line: what is
+ * wrong" into err, and leaves *c as it was.
+ */
+int cfg_parse_text(struct cfg *c, const char *text, const char *name, char *err, size_t errlen);
+/* Reads path and parses it as above; -errno from open/read with the reason in err. */
+int cfg_parse_file(struct cfg *c, const char *path, char *err, size_t errlen);
+
+/* The byte limit of the pool given MemTotal (bytes). */
+uint64_t cfg_pool_limit(const struct cfg *c, uint64_t mem_total);
+
+#endif

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * conn.c - connections on the control socket: who is speaking, and what
+ * each may say.
+ *
+ * The peer's credentials come from SO_PEERCRED at accept, never from what
+ * it says: a process may register only itself (HELLO's pid must be the
+ * peer's), and a zswapctl that is not root may act only on processes of its
+ * own uid.  A malformed message, or one out of order for the connection's
+ * state, drops that connection and nothing else (proto_errors).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "proto.h"
+
+static void conn_ready(struct daemon *d, struct watch *w, uint32_t events);
+
+void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
+{
+	socklen_t len;
+	struct conn *c;
+	int fd;
+
+	(void)events;
+	for (;;) {
+		fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warning_errno(-errno, "accept failed: %m, ignoring");
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->d = d;
+		c->w.fd = fd;
+		c->w.fn = conn_ready;
+		len = sizeof(c->cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
+		    loop_add(d, &c->w, EPOLLIN) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = d->conns;
+		d->conns = c;
+	}
+}
+
+void conn_close(struct conn *c, const char *why)
+{
+	struct target *t = c->target;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	log_debug("connection of pid %d closed: %s", (int)c->cred.pid, why);
+	loop_del(c->d, &c->w);
+	close(c->w.fd);
+	c->w.fd = -1;
+	for (struct target *o = c->d->targets; o; o = o->next)
+		if (o->reclaim && o->reclaim->conn == c)
+			o->reclaim->conn = NULL;
+	if (t) {
+		/* The shim's socket is close-on-exec and held only by the process
+		 * (its children reconnect): it closes at exec or exit.  If the mm
+		 * lives on, the app closed it: keep serving faults, stop evicting. */
+		c->target = NULL;
+		t->conn = NULL;
+		t->agent_tid = 0;
+		evict_abort(t);
+		reclaim_cancel(t, -ENOTCONN);
+		if (!target_mm_alive(t))
+			target_kill(t, "exec or exit");
+	}
+}
+
+void conn_reap(struct daemon *d)
+{
+	struct conn **pp = &d->conns, *c;
+
+	while ((c = *pp)) {
+		if (c->dead) {
+			*pp = c->next;
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+static int conn_hello(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_hello *hello = proto_payload(h);
+	struct daemon *d = c->d;
+	struct target *t;
+
+	if (c->kind != CONN_NEW)
+		return -EBADMSG;
+	if ((pid_t)hello->pid != c->cred.pid) {
+		d->st.denied++;
+		log_warning("pid %d tried to register pid %u, refusing", (int)c->cred.pid, hello->pid);
+		proto_send_error(c->w.fd, h->seq, -EPERM, "a process can register only itself");
+		return -EPERM;
+	}
+	if (d->stopping) {
+		proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+		return -ESHUTDOWN;
+	}
+	c->kind = CONN_SHIM;
+	c->hello_flags = hello->flags;
+	t = target_by_pid(d, c->cred.pid);
+	if (hello->flags & ZS_HELLO_FORKED) {
+		/* Our child target may already know its pid from the beacon fault. */
+		if (t && !t->conn)
+			return target_adopt(t, c);
+		return 0;
+	}
+	if (t) {
+		/* The same pid again: its old image exec'd, unless the mm lives. */
+		if (target_mm_alive(t) && t->conn) {
+			proto_send_error(c->w.fd, h->seq, -EEXIST, "this process is registered already");
+			return -EEXIST;
+		}
+		target_kill(t, "exec'd");
+	}
+	return proto_send(c->w.fd, ZS_DEVFD, h->seq, NULL, 0, &d->devuffd_fd, 1);
+}
+
+static int conn_uffd(struct conn *c, const struct zs_hdr *h, int *fds, int nfds)
+{
+	const struct zs_uffd *u = proto_payload(h);
+	struct target *t;
+	int r;
+
+	if (c->kind != CONN_SHIM || c->target || (c->hello_flags & ZS_HELLO_FORKED) || nfds != 1)
+		return -EBADMSG;
+	r = target_new(c->d, c, c->cred.pid, fds[0], u->beacon, &t);
+	fds[0] = -1; /* target_new owns it now, success or not */
+	if (r < 0)
+		return r;
+	t->uid = c->cred.uid;
+	return 0;
+}
+
+static int conn_agent(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_agent *a = proto_payload(h);
+	struct target *t = c->target;
+	pid_t tgid;
+
+	if (!t || t->agent_tid)
+		return -EBADMSG;
+	if (proc_tgid_of((pid_t)a->tid, &tgid) < 0 || tgid != t->pid)
+		return -EPERM;
+	t->nexcl = a->nexcl;
+	memcpy(t->excl, a->excl, a->nexcl * sizeof(a->excl[0]));
+	t->agent_tid = (pid_t)a->tid;
+	log_debug("pid %d: agent thread %u ready", (int)t->pid, a->tid);
+	return 0;
+}
+
+static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int nfds)
+{
+	/* Only ZS_UFFD carries a descriptor. */
+	if (nfds && h->type != ZS_UFFD)
+		return -EBADMSG;
+	switch (h->type) {
+	case ZS_HELLO:
+		return conn_hello(c, h);
+	case ZS_UFFD:
+		return conn_uffd(c, h, fds, nfds);
+	case ZS_AGENT:
+		return conn_agent(c, h);
+	case ZS_EVICT_DONE:
+		if (!c->target)
+			return -EBADMSG;
+		return evict_done(c->target, proto_payload(h));
+	case ZS_STATS:
+	case ZS_LIST:
+	case ZS_RECLAIM:
+		if (c->kind == CONN_SHIM)
+			return -EBADMSG;
+		c->kind = CONN_CTL;
+		return ctl_handle(c, h);
+	default:
+		return -EBADMSG;
+	}
+}
+
+static void conn_ready(struct daemon *d, struct watch *w, uint32_t events)
+{
+	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, w));
+	uint64_t buf[ZS_MSG_MAX / sizeof(uint64_t)];
+	int fds[PROTO_MAX_FDS], nfds;
+	ssize_t n;
+	int r;
+
+	if (c->dead)
+		return;
+	for (;;) {
+		n = proto_recv(c->w.fd, buf, sizeof(buf), fds, PROTO_MAX_FDS, &nfds);
+		if (n == -EAGAIN)
+			break;
+		if (n <= 0) {
+			if (n < 0 && n != -ECONNRESET) {
+				d->st.proto_errors++;
+				log_warning_errno((int)n, "pid %d: bad message: %m, dropping connection",
+						  (int)c->cred.pid);
+			}
+			conn_close(c, n == 0 ? "peer closed" : "receive failed");
+			return;
+		}
+		r = conn_dispatch(c, (const struct zs_hdr *)buf, fds, nfds);
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (r < 0 && !c->dead) {
+			if (r == -EBADMSG) {
+				d->st.proto_errors++;
+				log_warning("pid %d: message type %u out of place, dropping connection",
+					    (int)c->cred.pid, ((const struct zs_hdr *)buf)->type);
+			}
+			conn_close(c, "request failed");
+			return;
+		}
+		if (c->dead)
+			return;
+	}
+	if (events & (EPOLLHUP | EPOLLERR))
+		conn_close(c, "hangup");
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * daemon.h - the objects of zswapd and how they point at each other.
+ *
+ *   struct daemon   one per process: config, pool, compressor, counters, the
+ *                   epoll loop, every connection and every target.
+ *   struct conn     one accepted socket: a shim (one per process, owned by
+ *                   its agent thread after registration) or a zswapctl.
+ *   struct target   one mm we serve: its uffd, pidfd, index of evicted pages,
+ *                   the eviction batch in flight and the faults waiting on it.
+ *   struct entry    one stored page, shared between a parent and the
+ *                   children it forked (refcounted like a swap entry).
+ *
+ * Everything runs on one thread, in the loop of loop.c: no locks.  The loop
+ * never blocks on a target: the only thing a target can make us wait for is
+ * its agent's reply, and that arrives as an event like any other.
+ */
+#ifndef ZSWAPD_DAEMON_H
+#define ZSWAPD_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <linux/userfaultfd.h>
+
+#include "cfg.h"
+#include "proto.h"
+#include "zswap_proto.h"
+
+struct daemon;
+
+/* Something the loop watches: fn runs when fd reports events. */
+struct watch {
+	int fd;
+	void (*fn)(struct daemon *d, struct watch *w, uint32_t events);
+};
+
+/*
+ * Global counters.  Names are zswap's (Documentation/admin-guide/mm/zswap.rst
+ * and /sys/kernel/debug/zswap) where one exists; stats.c turns them into the
+ * stats reply.  "cumulative" ones only grow; the others are levels.
+ */
+struct stats {
+	uint64_t stored_pages;	     /* level: entries alive (shared ones once) */
+	uint64_t same_filled_pages;  /* level: of those, stored as one word */
+	uint64_t compressed_bytes;   /* level: bytes of compressed data in the pool */
+	uint64_t stores;	     /* cumulative: pages evicted into the pool */
+	uint64_t loads;		     /* cumulative: pages faulted back */
+	uint64_t invalidates;	     /* cumulative: entries dropped because the app discarded the memory */
+	uint64_t reject_compress_poor; /* cumulative: compressed worse than max_compressed_percent */
+	uint64_t reject_alloc_fail;  /* cumulative: the pool could not get memory */
+	uint64_t pool_limit_hit;     /* cumulative: the pool was at its limit */
+	uint64_t zero_fills;	     /* cumulative: faults on never-evicted pages in registered chunks */
+	uint64_t faults_deferred;    /* cumulative: faults that waited for an eviction batch */
+	uint64_t evict_batches;	     /* cumulative */
+	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
+	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
+	uint64_t proto_errors;	     /* cumulative: malformed messages, connections dropped */
+	uint64_t denied;	     /* cumulative: requests refused by access control */
+};
+
+enum entry_kind {
+	ENTRY_SAME = 1, /* val is the repeated 64-bit word */
+	ENTRY_COMP = 2, /* val is a pool handle, len bytes */
+};
+
+struct entry {
+	uint32_t refs;
+	uint16_t len;
+	uint8_t kind;
+	uint64_t val;
+};
+
+enum conn_kind {
+	CONN_NEW,  /* nothing said yet */
+	CONN_SHIM, /* HELLO seen: a process registering, later its agent */
+	CONN_CTL,  /* a zswapctl request seen */
+};
+
+struct conn {
+	struct watch w;
+	struct daemon *d;
+	struct conn *next;
+	struct ucred cred; /* SO_PEERCRED at accept */
+	enum conn_kind kind;
+	uint32_t hello_flags;
+	struct target *target; /* CONN_SHIM, once registered */
+	bool dead;	       /* closed: freed at the end of this loop turn */
+};
+
+/* A range of one eviction batch: npages pages from addr, staging slots from slot. */
+struct batch_run {
+	uint64_t addr;
+	uint32_t npages;
+	uint32_t slot;
+	uint64_t drop_cursor; /* next address our own MADV_DONTNEED will report in a REMOVE event */
+};
+
+/* An mremap seen while a batch was in flight: applied to its pages at commit. */
+struct batch_remap {
+	uint64_t from;
+	uint64_t to;
+	uint64_t len;
+};
+
+#define BATCH_MAX_REMAPS 16
+#define BATCH_MAX_FORKS 8
+
+struct batch {
+	uint64_t id;
+	uint32_t nruns;
+	uint32_t npages;
+	struct batch_run *runs;
+	uint8_t *dead;	   /* per slot: the app discarded this page while in flight */
+	uint8_t *restored; /* per slot: put back for our own agent, which needed it */
+	struct batch_remap remaps[BATCH_MAX_REMAPS];
+	uint32_t nremaps;
+	bool remap_overflow; /* too many: drop the batch's pages back instead */
+	struct target *forks[BATCH_MAX_FORKS]; /* children forked while in flight */
+	uint32_t nforks;
+	struct uffd_msg *deferred; /* faults on the batch's pages, served at commit */
+	uint32_t ndeferred, deferred_cap;
+	uint64_t started_usec;
+};
+
+/* A `zswapctl reclaim` being served on one target. */
+struct reclaim {
+	struct conn *conn; /* NULL if the requester went away */
+	uint32_t seq;
+	uint64_t want_pages;
+	uint64_t scan_start; /* where the clock hand was when it began */
+	bool wrapped;
+	struct zs_reclaim_reply reply;
+	/* The evictable ranges, read from smaps once per request (smaps walks
+	 * every page table: it cost more than the rest of a batch).  Dropped
+	 * when an UNMAP or REMAP event says the layout changed. */
+	struct vma *vmas;
+	size_t nvmas;
+	bool vmas_valid;
+};
+
+struct target {
+	struct daemon *d;
+	struct target *next;
+	pid_t pid; /* 0 for a forked child until its first fault names it */
+	uid_t uid; /* owner, for access control: the registering peer's uid */
+	char comm[ZS_COMM_LEN];
+	struct watch uffd_w;
+	struct watch pidfd_w; /* fd -1 until pid is known */
+	struct conn *conn;    /* the shim's connection; NULL if none (yet) */
+	pid_t agent_tid;      /* 0 until ZS_AGENT */
+	uint64_t features;    /* what UFFDIO_API granted */
+	uint64_t beacon;
+	struct zs_range excl[ZS_AGENT_MAX_EXCL];
+	uint32_t nexcl;
+	struct idx *idx;
+	int staging_fd;
+	uint8_t *staging;
+	uint32_t staging_pages;
+	struct batch *batch;
+	struct reclaim *reclaim;
+	uint64_t scan_cursor; /* the clock hand: next address to consider */
+	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
+	uint32_t nretry, retry_cap;
+	bool dead;	      /* mm gone: free at the end of this loop turn */
+	bool drained;	      /* stop: every page is back and registrations are gone */
+	/* per-target figures for `zswapctl list` */
+	uint64_t stores, loads, invalidates, compressed_bytes;
+};
+
+struct daemon {
+	struct cfg cfg;
+	char cfg_path[CFG_PATH_MAX * 2];
+	int epfd;
+	struct watch listen_w;
+	struct watch signal_w;
+	int devuffd_fd; /* /dev/userfaultfd, handed to every shim */
+	struct comp *comp;
+	struct pool *pool;
+	uint64_t pool_limit;	/* bytes */
+	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
+	uint8_t *page_buf;	/* one page of scratch for loads */
+	uint8_t *comp_buf;	/* COMP_BOUND bytes of scratch for stores */
+	struct conn *conns;
+	struct target *targets;
+	struct stats st;
+	uint64_t next_batch_id;
+	bool stopping;
+	uint64_t stop_usec;
+	bool foreground;
+	bool socket_activated; /* the listening socket came from systemd: not ours to unlink */
+	bool sd_notify;		/* NOTIFY_SOCKET was set */
+	uint64_t watchdog_usec; /* 0 = no watchdog */
+	uint64_t last_housekeeping_usec;
+	uint64_t spin_mark; /* faults served when the loop last polled */
+	int exit_code;
+};
+
+/* util.c */
+uint64_t now_usec(void);
+int read_full_file(const char *path, char **ret_buf, size_t *ret_len);
+int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
+int proc_comm(pid_t pid, char *buf, size_t len);
+int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
+
+/* loop.c */
+int loop_add(struct daemon *d, struct watch *w, uint32_t events);
+void loop_del(struct daemon *d, struct watch *w);
+/* Runs until the daemon has stopped; returns the exit code. Never returns otherwise. */
+int loop_run(struct daemon *d);
+
+/* entry.c: store / load / put, and the counters that go with them. */
+int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
+int entry_load(struct daemon *d, const struct entry *e, void *page);
+static inline void entry_get(struct entry *e)
+{
+	e->refs++;
+}
+void entry_put(struct daemon *d, struct entry *e);
+bool entry_is_zero(const struct entry *e);
+
+/* conn.c */
+void conn_accept(struct daemon *d, struct watch *w, uint32_t events);
+void conn_close(struct conn *c, const char *why);
+void conn_reap(struct daemon *d);
+
+/* target.c */
+int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t beacon,
+	       struct target **ret_target);
+int target_new_child(struct target *parent, int uffd, struct target **ret_child);
+int target_set_pid(struct target *t, pid_t pid);
+int target_adopt(struct target *t, struct conn *c);
+void target_kill(struct target *t, const char *why);
+void target_reap(struct daemon *d);
+struct target *target_by_pid(struct daemon *d, pid_t pid);
+bool target_mm_alive(struct target *t);
+uint64_t target_evicted_pages(const struct target *t);
+/* Index helpers that keep the counters right. */
+void target_invalidate(struct target *t, uint64_t start, uint64_t end);
+int target_insert(struct target *t, uint64_t addr, struct entry *e);
+
+/* fault.c */
+void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
+int fault_serve(struct target *t, const struct uffd_msg *msg);
+void fault_retry_all(struct daemon *d);
+bool fault_retry_pending(const struct daemon *d);
+int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
+int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
+
+/* evict.c */
+int evict_start(struct target *t);
+int evict_done(struct target *t, const struct zs_evict_done *done);
+void evict_abort(struct target *t);
+bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot);
+bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end);
+void evict_note_discard(struct target *t, uint64_t start, uint64_t end);
+int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len);
+void evict_note_fork(struct target *t, struct target *child);
+int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
+int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
+
+/* reclaim.c */
+int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
+void reclaim_progress(struct target *t);
+void reclaim_cancel(struct target *t, int err);
+
+/* ctl.c */
+int ctl_handle(struct conn *c, const struct zs_hdr *h);
+void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t max);
+
+/* vmscan.c: the ranges a target has registered, from its smaps (VmFlags um/uw). */
+struct vma;
+int vmscan_registered(const char *smaps, struct vma **ret_vmas, size_t *ret_n);
+
+/* drain.c */
+void drain_begin(struct daemon *d);
+bool drain_step(struct daemon *d);
+
+/* caps.c */
+int caps_drop(void);
+
+/* notify.c */
+void notify_status(struct daemon *d);
+void notify_watchdog(struct daemon *d);
+
+#endif

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * drain.c - stopping without losing a page (hazard 2).
+ *
+ * The pool lives in our memory, so before we exit every evicted page goes
+ * back into its process (UFFDIO_COPY, as a fault would), batches in flight
+ * finish or are put back from staging, and every registration is removed
+ * (UFFDIO_UNREGISTER of the vmas smaps marks "um"/"uw"): a registration that
+ * outlived us would leave a first touch in a registered chunk waiting for
+ * an answer forever, since the shim keeps its uffd open.  Then ZS_BYE tells
+ * the agent the stop was orderly.  The loop keeps serving faults and events
+ * throughout, because the apps keep running.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "daemon.h"
+#include "idx.h"
+#include "log.h"
+#include "vmscan.h"
+
+#define DRAIN_BATCH_TIMEOUT_USEC (5 * 1000000ull)  /* an agent that long silent is stopped */
+#define DRAIN_TIMEOUT_USEC (60 * 1000000ull)
+
+void drain_begin(struct daemon *d)
+{
+	uint64_t pages = 0;
+
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	d->stop_usec = now_usec();
+	if (d->listen_w.fd >= 0) {
+		loop_del(d, &d->listen_w);
+		close(d->listen_w.fd);
+		d->listen_w.fd = -1;
+	}
+	for (struct target *t = d->targets; t; t = t->next) {
+		pages += t->dead ? 0 : idx_count(t->idx);
+		reclaim_cancel(t, -ESHUTDOWN);
+	}
+	log_info("stopping: faulting %llu pages back into their processes",
+		 (unsigned long long)pages);
+	if (d->sd_notify)
+		sd_notify(0, "STOPPING=1");
+	notify_status(d);
+}
+
+static int drain_one(uint64_t pgno, void *val, void *arg)
+{
+	struct target *t = arg;
+	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
+	int r;
+
+	(void)val;
+	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
+	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
+	r = fault_serve(t, &msg);
+	if (r == -EAGAIN)
+		return r; /* an event is pending: read it first, then go on */
+	if (idx_lookup(t->idx, pgno)) {
+		/* The address is not mapped any more (ENOENT): nothing to restore. */
+		struct entry *e = idx_erase(t->idx, pgno);
+
+		t->compressed_bytes -= e->len;
+		entry_put(t->d, e);
+	}
+	return 0;
+}
+
+static void drain_unregister(struct target *t)
+{
+	char path[64], *smaps;
+	struct vma *v;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
+	if (read_full_file(path, &smaps, NULL) < 0)
+		return;
+	if (vmscan_registered(smaps, &v, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct uffdio_range range = { .start = v[i].start, .len = v[i].end - v[i].start };
+
+			if (ioctl(t->uffd_w.fd, UFFDIO_UNREGISTER, &range) < 0 && errno != ESRCH)
+				log_warning_errno(-errno, "pid %d: cannot unregister %#llx-%#llx: %m",
+						  (int)t->pid, (unsigned long long)v[i].start,
+						  (unsigned long long)v[i].end);
+		}
+		free(v);
+	}
+	free(smaps);
+}
+
+/* Returns true when the target needs nothing more. */
+static bool drain_target(struct target *t, uint64_t now)
+{
+	if (t->dead || t->drained)
+		return true;
+	if (t->batch) {
+		if (now - t->batch->started_usec < DRAIN_BATCH_TIMEOUT_USEC)
+			return false;
+		log_warning("pid %d: agent silent for %llus, putting its batch back", (int)t->pid,
+			    (unsigned long long)(DRAIN_BATCH_TIMEOUT_USEC / 1000000));
+		evict_abort(t);
+	}
+	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->nretry)
+		return false;
+	if (t->pid)
+		drain_unregister(t);
+	if (t->conn)
+		proto_send(t->conn->w.fd, ZS_BYE, 0, NULL, 0, NULL, 0);
+	t->drained = true;
+	return true;
+}
+
+bool drain_step(struct daemon *d)
+{
+	uint64_t now = now_usec(), left = 0;
+	bool done = true;
+
+	for (struct target *t = d->targets; t; t = t->next)
+		if (!drain_target(t, now)) {
+			done = false;
+			left += idx_count(t->idx);
+		}
+	if (done) {
+		log_info("stopped: every page is back (%llu loads)", (unsigned long long)d->st.loads);
+		return true;
+	}
+	if (now - d->stop_usec > DRAIN_TIMEOUT_USEC) {
+		log_error("gave up draining after %llus with %llu pages still evicted",
+			  (unsigned long long)(DRAIN_TIMEOUT_USEC / 1000000), (unsigned long long)left);
+		d->exit_code = 1;
+		return true;
+	}
+	return false;
+}

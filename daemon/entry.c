@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * entry.c - store, load and release of one page: zswap_store/zswap_load.
+ *
+ * A page made of one repeated 64-bit word (zero pages above all) is kept as
+ * that word and costs no pool memory.  Anything else is compressed; a result
+ * larger than max_compressed_percent of a page saves too little to be worth
+ * a fault later, so the page is refused and stays resident
+ * (reject_compress_poor).  The pool limit is enforced here with zswap's
+ * hysteresis: once full, stores are refused until the pool is back under
+ * accept_threshold_percent of the limit, so we do not thrash at the edge.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comp.h"
+#include "daemon.h"
+#include "pool.h"
+
+static bool entry_pool_has_room(struct daemon *d, size_t len)
+{
+	uint64_t total = pool_total_size(d->pool);
+
+	if (d->pool_limit == 0)
+		return true;
+	if (d->pool_full) {
+		if (total * 100 > d->pool_limit * d->cfg.accept_threshold_percent)
+			return false;
+		d->pool_full = false;
+	}
+	if (total + len > d->pool_limit) {
+		d->pool_full = true;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Stores one page.  -E2BIG: compresses too poorly; -ENOSPC: pool at its
+ * limit; -ENOMEM: no memory.  Each refusal is counted here.
+ */
+int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
+{
+	struct entry *e;
+	uint64_t word, handle;
+	int len, r;
+
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		d->st.reject_alloc_fail++;
+		return -ENOMEM;
+	}
+	e->refs = 1;
+	if (comp_same_filled(page, &word)) {
+		e->kind = ENTRY_SAME;
+		e->val = word;
+		d->st.same_filled_pages++;
+		goto stored;
+	}
+
+	len = comp_compress(d->comp, page, d->comp_buf, COMP_BOUND);
+	if (len < 0) {
+		r = len;
+		d->st.reject_alloc_fail++;
+		goto fail;
+	}
+	if ((unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.max_compressed_percent) {
+		r = -E2BIG;
+		d->st.reject_compress_poor++;
+		goto fail;
+	}
+	if (!entry_pool_has_room(d, (size_t)len)) {
+		r = -ENOSPC;
+		d->st.pool_limit_hit++;
+		goto fail;
+	}
+	r = pool_alloc(d->pool, (size_t)len, &handle);
+	if (r < 0) {
+		d->st.reject_alloc_fail++;
+		goto fail;
+	}
+	memcpy(pool_map(d->pool, handle), d->comp_buf, (size_t)len);
+	e->kind = ENTRY_COMP;
+	e->len = (uint16_t)len;
+	e->val = handle;
+	d->st.compressed_bytes += (uint64_t)len;
+stored:
+	d->st.stored_pages++;
+	d->st.stores++;
+	*ret_entry = e;
+	return 0;
+fail:
+	free(e);
+	return r;
+}
+
+/* Fills page with the entry's contents; the entry stays. */
+int entry_load(struct daemon *d, const struct entry *e, void *page)
+{
+	if (e->kind == ENTRY_SAME) {
+		comp_fill(page, e->val);
+		return 0;
+	}
+	return comp_decompress(d->comp, pool_map(d->pool, e->val), e->len, page);
+}
+
+bool entry_is_zero(const struct entry *e)
+{
+	return e->kind == ENTRY_SAME && e->val == 0;
+}
+
+void entry_put(struct daemon *d, struct entry *e)
+{
+	if (--e->refs > 0)
+		return;
+	if (e->kind == ENTRY_COMP) {
+		pool_release(d->pool, e->val);
+		d->st.compressed_bytes -= e->len;
+	} else {
+		d->st.same_filled_pages--;
+	}
+	d->st.stored_pages--;
+	free(e);
+}

@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * evict.c - moving pages out of a process without losing a write (hazard 1).
+ *
+ * The daemon cannot drop a page of another process (process_madvise says
+ * EINVAL to MADV_DONTNEED), and it must never read a page that may be
+ * missing in a registered range (its own read would wait for a fault only it
+ * can serve).  So eviction is a round trip with the agent thread inside the
+ * target, and the write-protect bit is the lock that makes it atomic:
+ *
+ *   1. pick present pages (vmscan), register their 2 MiB chunks (MISSING|WP)
+ *      and UFFDIO_WRITEPROTECT them: from now on a writer waits in a WP
+ *      fault, which we leave pending;
+ *   2. ZS_EVICT: the agent copies the pages into the shared staging memfd
+ *      with process_vm_readv (on itself: a vanished range is EFAULT, not
+ *      SIGSEGV) and drops them with MADV_DONTNEED;
+ *   3. ZS_EVICT_DONE: compress from staging into entries, index them, put
+ *      back the pages that were refused (UFFDIO_COPY from staging), lift the
+ *      write-protection, which wakes the writers: they fault again on a
+ *      missing page and are served the entry they just missed.
+ *
+ * Meanwhile the app may do anything, and every case is kept exact:
+ *  - a read of a dropped page is a missing fault: it waits for the commit
+ *    (deferred), except the agent's own, which is served at once;
+ *  - our own MADV_DONTNEED reports REMOVE events: recognised by address, in
+ *    order, per run (drop_cursor), and not treated as the app's discard;
+ *  - the app's discard (REMOVE, UNMAP) of a page in flight marks it dead:
+ *    it is not committed, so a later touch reads zeros as Linux promises;
+ *  - mremap moves pages in flight: the commit indexes them where they went;
+ *  - fork while in flight: the child gets the committed entries too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "compat.h"
+#include "daemon.h"
+#include "idx.h"
+#include "log.h"
+#include "vmscan.h"
+
+#define EVICT_MAX_RUNS 512
+
+static void batch_free(struct batch *b)
+{
+	if (!b)
+		return;
+	free(b->runs);
+	free(b->dead);
+	free(b->restored);
+	free(b->deferred);
+	free(b);
+}
+
+/* Which run and staging slot hold addr, if it is in the batch in flight. */
+bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
+{
+	const struct batch *b = t->batch;
+
+	if (!b)
+		return false;
+	for (uint32_t i = 0; i < b->nruns; i++) {
+		const struct batch_run *run = &b->runs[i];
+
+		if (addr >= run->addr && addr < run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT)) {
+			if (ret_slot)
+				*ret_slot = run->slot + (uint32_t)((addr - run->addr) >> ZS_PAGE_SHIFT);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
+{
+	struct batch *b = t->batch;
+
+	if (!b)
+		return false;
+	for (uint32_t i = 0; i < b->nruns; i++) {
+		struct batch_run *run = &b->runs[i];
+		uint64_t run_end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
+
+		if (start == run->drop_cursor && end <= run_end && end > start) {
+			run->drop_cursor = end;
+			return true;
+		}
+	}
+	return false;
+}
+
+void evict_note_discard(struct target *t, uint64_t start, uint64_t end)
+{
+	struct batch *b = t->batch;
+
+	if (!b)
+		return;
+	for (uint32_t i = 0; i < b->nruns; i++) {
+		struct batch_run *run = &b->runs[i];
+
+		for (uint32_t k = 0; k < run->npages; k++) {
+			uint64_t a = run->addr + ((uint64_t)k << ZS_PAGE_SHIFT);
+
+			if (a >= start && a < end)
+				b->dead[run->slot + k] = 1;
+		}
+	}
+}
+
+struct remap_ctx {
+	struct target *t;
+	uint64_t from, to, len;
+	struct entry **moved;
+	uint64_t *pgnos;
+	size_t n, cap;
+};
+
+static int remap_collect(uint64_t pgno, void *val, void *arg)
+{
+	struct remap_ctx *ctx = arg;
+
+	if (ctx->n == ctx->cap) {
+		size_t cap = ctx->cap ? ctx->cap * 2 : 256;
+		struct entry **m = realloc(ctx->moved, cap * sizeof(*m));
+		uint64_t *p;
+
+		if (!m)
+			return -ENOMEM;
+		ctx->moved = m;
+		p = realloc(ctx->pgnos, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ctx->pgnos = p;
+		ctx->cap = cap;
+	}
+	ctx->moved[ctx->n] = val;
+	ctx->pgnos[ctx->n] = pgno;
+	ctx->n++;
+	return 0;
+}
+
+/*
+ * UFFD_EVENT_REMAP: the pages (and their registration) moved from `from` to
+ * `to`; the entries follow.  Entries are collected first because idx_walk
+ * forbids inserting while walking.
+ */
+int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
+{
+	struct remap_ctx ctx = { .t = t, .from = from, .to = to, .len = len };
+	struct batch *b = t->batch;
+	int r;
+
+	r = idx_walk(t->idx, from >> ZS_PAGE_SHIFT, (from + len) >> ZS_PAGE_SHIFT, remap_collect,
+		     &ctx);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < ctx.n; i++)
+		idx_erase(t->idx, ctx.pgnos[i]);
+	for (size_t i = 0; i < ctx.n; i++) {
+		uint64_t addr = to + ((ctx.pgnos[i] << ZS_PAGE_SHIFT) - from);
+		void *old = NULL;
+
+		r = idx_insert(t->idx, addr >> ZS_PAGE_SHIFT, ctx.moved[i], &old);
+		if (old) {
+			t->compressed_bytes -= ((struct entry *)old)->len;
+			entry_put(t->d, old);
+		}
+		if (r < 0) {
+			/* The page would read as zeros at its new place. */
+			log_error_errno(r, "pid %d: cannot follow mremap: %m", (int)t->pid);
+			t->compressed_bytes -= ctx.moved[i]->len;
+			entry_put(t->d, ctx.moved[i]);
+		}
+	}
+	if (b) {
+		if (b->nremaps < BATCH_MAX_REMAPS)
+			b->remaps[b->nremaps++] = (struct batch_remap){ from, to, len };
+		else
+			b->remap_overflow = true;
+	}
+	r = 0;
+out:
+	free(ctx.moved);
+	free(ctx.pgnos);
+	return r;
+}
+
+void evict_note_fork(struct target *t, struct target *child)
+{
+	struct batch *b = t->batch;
+
+	if (!b)
+		return;
+	if (b->nforks < BATCH_MAX_FORKS)
+		b->forks[b->nforks++] = child;
+	else
+		log_error("pid %d: too many forks during one eviction batch", (int)t->pid);
+}
+
+int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
+{
+	struct batch *b = t->batch;
+
+	if (b->ndeferred == b->deferred_cap) {
+		uint32_t cap = b->deferred_cap ? b->deferred_cap * 2 : 16;
+		struct uffd_msg *n = realloc(b->deferred, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		b->deferred = n;
+		b->deferred_cap = cap;
+	}
+	b->deferred[b->ndeferred++] = *msg;
+	return 0;
+}
+
+static int evict_copy_back(struct target *t, uint64_t addr, const void *page)
+{
+	struct uffdio_copy copy = {
+		.dst = addr,
+		.src = (uint64_t)(uintptr_t)page,
+		.len = ZS_PAGE_SIZE,
+		.mode = UFFDIO_COPY_MODE_DONTWAKE,
+	};
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Our agent faulted on a page of the batch it is working on: it dropped the
+ * page in an earlier run and now needs it (the agent runs libc code, and
+ * libc's .bss is app memory like any other).  It must never wait on itself,
+ * and the page's contents are in staging since it copied before dropping:
+ * put them back, and leave the page out of the commit.  A page the app
+ * discarded meanwhile gets zeros, as the app was promised.
+ */
+int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
+{
+	struct batch *b = t->batch;
+	int r;
+
+	if (b->dead[slot]) {
+		struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE } };
+
+		r = ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0 ? -errno : 0;
+	} else {
+		r = evict_copy_back(t, addr, t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
+		if (r == 0)
+			b->restored[slot] = 1;
+	}
+	/* evict_copy_back() does not wake: the commit wakes a batch at once. */
+	if (r != -EAGAIN)
+		uffd_wake(t, addr, ZS_PAGE_SIZE);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int evict_register(struct target *t, uint64_t start, uint64_t end)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = end - start },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_REGISTER, &reg) < 0)
+		return -errno;
+	return 0;
+}
+
+static int evict_protect(struct target *t, uint64_t addr, uint64_t len)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = addr, .len = len },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_WRITEPROTECT, &wp) < 0)
+		return -errno;
+	return 0;
+}
+
+static int evict_read_vmas(struct target *t, struct vma **ret_vmas, size_t *ret_n)
+{
+	char path[64], *smaps = NULL;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
+	r = read_full_file(path, &smaps, NULL);
+	if (r < 0)
+		return r;
+	r = vmscan_parse(smaps, t->excl, t->nexcl, ret_vmas, ret_n);
+	free(smaps);
+	return r;
+}
+
+static int evict_pick(struct target *t, struct vmscan_run *runs, struct vmscan_result *res)
+{
+	struct reclaim *rc = t->reclaim;
+	struct vma *vmas = NULL;
+	size_t nvmas = 0;
+	char path[64];
+	int fd = -1, r;
+
+	if (rc && rc->vmas_valid) {
+		vmas = rc->vmas;
+		nvmas = rc->nvmas;
+	} else {
+		r = evict_read_vmas(t, &vmas, &nvmas);
+		if (r < 0)
+			return r;
+		if (rc) {
+			free(rc->vmas);
+			rc->vmas = vmas;
+			rc->nvmas = nvmas;
+			rc->vmas_valid = true;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* One eviction batch scans at most one sweep of the address space. */
+	r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
+			vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, res);
+	if (r < 0)
+		goto out;
+	t->scan_cursor = res->cursor;
+	if (rc) {
+		rc->reply.scanned_pages += res->scanned;
+		if (rc->reply.scanned_pages >= vmscan_total_pages(vmas, nvmas))
+			rc->wrapped = true;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (!rc)
+		free(vmas);
+	return r;
+}
+
+static int evict_send(struct target *t, struct batch *b)
+{
+	size_t len = sizeof(struct zs_evict) + b->nruns * sizeof(struct zs_run);
+	struct zs_evict *msg;
+	int r;
+
+	msg = calloc(1, len);
+	if (!msg)
+		return -ENOMEM;
+	msg->batch = b->id;
+	msg->nruns = b->nruns;
+	for (uint32_t i = 0; i < b->nruns; i++) {
+		msg->runs[i].addr = b->runs[i].addr;
+		msg->runs[i].npages = b->runs[i].npages;
+		msg->runs[i].staging_slot = b->runs[i].slot;
+	}
+	r = proto_send(t->conn->w.fd, ZS_EVICT, 0, msg, len, NULL, 0);
+	free(msg);
+	return r;
+}
+
+/*
+ * Starts one batch on t.  Returns 1 if a batch is now in flight, 0 if there
+ * was nothing to evict, -errno on failure.
+ */
+int evict_start(struct target *t)
+{
+	uint64_t t0 = now_usec();
+	struct vmscan_run *runs;
+	struct vmscan_result res;
+	struct batch *b = NULL;
+	uint32_t slot = 0;
+	int r;
+
+	if (t->batch || !t->conn || !t->agent_tid || t->dead || t->d->stopping)
+		return -EBUSY;
+	runs = calloc(EVICT_MAX_RUNS, sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	r = evict_pick(t, runs, &res);
+	if (r < 0 || res.npages == 0)
+		goto out;
+	log_debug("pid %d: picked %u pages in %zu runs in %llu us", (int)t->pid, res.npages,
+		  res.nruns, (unsigned long long)(now_usec() - t0));
+
+	r = -ENOMEM;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto out;
+	b->runs = calloc(res.nruns, sizeof(*b->runs));
+	b->dead = calloc(t->staging_pages, 1);
+	b->restored = calloc(t->staging_pages, 1);
+	if (!b->runs || !b->dead || !b->restored)
+		goto out;
+	b->id = ++t->d->next_batch_id;
+	b->started_usec = now_usec();
+
+	for (size_t i = 0; i < res.nruns; i++) {
+		uint64_t len = (uint64_t)runs[i].npages << ZS_PAGE_SHIFT;
+
+		r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
+		if (r == 0)
+			r = evict_protect(t, runs[i].addr, len);
+		if (r < 0) {
+			/* The mapping changed under us (munmap, mprotect): skip the run. */
+			log_debug_errno(r, "pid %d: cannot protect %#llx+%llu: %m", (int)t->pid,
+					(unsigned long long)runs[i].addr, (unsigned long long)len);
+			if (r == -ESRCH)
+				goto out;
+			continue;
+		}
+		b->runs[b->nruns++] = (struct batch_run){
+			.addr = runs[i].addr,
+			.npages = runs[i].npages,
+			.slot = slot,
+			.drop_cursor = runs[i].addr,
+		};
+		slot += runs[i].npages;
+	}
+	b->npages = slot;
+	if (b->nruns == 0) {
+		r = 0;
+		goto out;
+	}
+	t->batch = b;
+	r = evict_send(t, b);
+	if (r < 0) {
+		t->batch = NULL;
+		for (uint32_t i = 0; i < b->nruns; i++)
+			uffd_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
+		goto out;
+	}
+	t->d->st.evict_batches++;
+	b = NULL;
+	r = 1;
+out:
+	batch_free(b);
+	free(runs);
+	return r;
+}
+
+static uint64_t batch_translate(const struct batch *b, uint64_t addr)
+{
+	for (uint32_t i = 0; i < b->nremaps; i++) {
+		const struct batch_remap *m = &b->remaps[i];
+
+		if (addr >= m->from && addr < m->from + m->len)
+			addr = m->to + (addr - m->from);
+	}
+	return addr;
+}
+
+/* Puts a refused page back where it was, in the target and in children forked meanwhile. */
+static void evict_refuse(struct target *t, struct batch *b, uint64_t addr, const void *page)
+{
+	int r = evict_copy_back(t, addr, page);
+
+	if (r < 0) {
+		t->d->st.uffd_errors++;
+		log_error_errno(r, "pid %d: cannot put back refused page %#llx: %m", (int)t->pid,
+				(unsigned long long)addr);
+	}
+	for (uint32_t f = 0; f < b->nforks; f++)
+		if (!b->forks[f]->dead)
+			evict_copy_back(b->forks[f], addr, page);
+}
+
+/* Stores one dropped page: into the index of t and of children forked meanwhile. */
+static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, const void *page)
+{
+	struct entry *e;
+	int r;
+
+	r = entry_store(t->d, page, &e);
+	if (r < 0)
+		return r;
+	for (uint32_t f = 0; f < b->nforks; f++) {
+		struct target *child = b->forks[f];
+
+		if (child->dead)
+			continue;
+		entry_get(e);
+		if (target_insert(child, addr, e) < 0) {
+			entry_put(t->d, e);
+			evict_copy_back(child, addr, page);
+		}
+	}
+	r = target_insert(t, addr, e);
+	if (r < 0) {
+		entry_put(t->d, e);
+		return r;
+	}
+	t->stores++;
+	return 0;
+}
+
+static void evict_finish(struct target *t, struct batch *b)
+{
+	for (uint32_t i = 0; i < b->nruns; i++)
+		uffd_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
+	t->batch = NULL;
+	for (uint32_t i = 0; i < b->ndeferred && !t->dead; i++)
+		if (fault_serve(t, &b->deferred[i]) == -EAGAIN)
+			uffd_wake(t, b->deferred[i].arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1),
+				  ZS_PAGE_SIZE);
+	batch_free(b);
+}
+
+int evict_done(struct target *t, const struct zs_evict_done *done)
+{
+	struct batch *b = t->batch;
+	struct reclaim *rc = t->reclaim;
+	uint64_t t0 = now_usec();
+
+	if (!b || done->batch != b->id || done->nruns != b->nruns)
+		return -EBADMSG;
+
+	for (uint32_t i = 0; i < b->nruns; i++) {
+		struct batch_run *run = &b->runs[i];
+		int32_t dropped = done->result[i];
+
+		if (dropped < 0 || (uint32_t)dropped > run->npages) {
+			t->d->st.evict_errors++;
+			log_debug("pid %d: agent could not evict %#llx: %s", (int)t->pid,
+				  (unsigned long long)run->addr, strerror(dropped < 0 ? -dropped : EINVAL));
+			continue;
+		}
+		for (uint32_t k = 0; k < (uint32_t)dropped; k++) {
+			uint32_t slot = run->slot + k;
+			const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
+			int r;
+
+			if (b->dead[slot] || b->restored[slot])
+				continue; /* discarded by the app (zeros), or resident again */
+			r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
+			if (r < 0) {
+				evict_refuse(t, b, addr, page);
+				if (rc)
+					rc->reply.rejected_pages++;
+				continue;
+			}
+			if (rc) {
+				const struct entry *e = idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT);
+
+				rc->reply.evicted_pages++;
+				rc->reply.compressed_bytes += e ? e->len : 0;
+			}
+		}
+	}
+	log_debug("pid %d: batch %llu: %u pages in %u runs, agent %llu us, commit %llu us",
+		  (int)t->pid, (unsigned long long)b->id, b->npages, b->nruns,
+		  (unsigned long long)(t0 - b->started_usec), (unsigned long long)(now_usec() - t0));
+	evict_finish(t, b);
+	if (t->reclaim)
+		reclaim_progress(t);
+	return 0;
+}
+
+/*
+ * The agent went away with a batch in flight, so we do not know what it
+ * dropped.  Whatever it dropped it had copied to staging first, so put every
+ * page of the batch back from there: UFFDIO_COPY fails with EEXIST (and
+ * changes nothing) where the page is still mapped.  Pages the app discarded
+ * meanwhile stay discarded.  On a dead mm every copy fails with ESRCH.
+ */
+void evict_abort(struct target *t)
+{
+	struct batch *b = t->batch;
+
+	if (!b)
+		return;
+	for (uint32_t i = 0; i < b->nruns && !t->dead; i++) {
+		struct batch_run *run = &b->runs[i];
+
+		for (uint32_t k = 0; k < run->npages; k++) {
+			uint32_t slot = run->slot + k;
+
+			if (!b->dead[slot])
+				evict_copy_back(t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
+						t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
+		}
+	}
+	evict_finish(t, b);
+}

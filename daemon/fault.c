@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * fault.c - the uffd service: faults (zswap_load) and the events by which
+ * the kernel tells us the app changed its memory (invalidate).
+ *
+ * Contract with the kernel (fs/userfaultfd.c):
+ *  - Events (FORK, REMAP, REMOVE, UNMAP) block the app until read, so we
+ *    drain every message each time the uffd is readable and never stall.
+ *  - While an event is pending the mm is "changing" and UFFDIO_COPY /
+ *    ZEROPAGE say EAGAIN: such faults go on a retry list, tried again after
+ *    the events are read (loop.c retries within a millisecond).
+ *  - EEXIST from COPY/ZEROPAGE: the page is already there; wake the waiter.
+ *    ENOENT/ESRCH/EFAULT: the range or the mm went away; wake and forget.
+ *
+ * A missing-page fault on a page of the eviction batch in flight waits for
+ * the batch to commit (evict_defer_fault) unless it comes from our own agent
+ * thread, which must never wait on itself.  A write-protect fault outside a
+ * batch is a leftover of one (a remapped page, a forked child's copy) and is
+ * simply lifted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "comp.h"
+#include "daemon.h"
+#include "idx.h"
+#include "log.h"
+
+#define FAULT_READ_BATCH 32
+
+int uffd_wake(struct target *t, uint64_t addr, uint64_t len)
+{
+	struct uffdio_range range = { .start = addr, .len = len };
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_WAKE, &range) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Lifts write-protection from [addr, addr+len) and wakes whoever waited on it. */
+int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
+{
+	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = len }, .mode = 0 };
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_WRITEPROTECT, &wp) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fault_copy(struct target *t, uint64_t addr, const void *page)
+{
+	struct uffdio_copy copy = {
+		.dst = addr,
+		.src = (uint64_t)(uintptr_t)page,
+		.len = ZS_PAGE_SIZE,
+		.mode = 0,
+	};
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fault_zeropage(struct target *t, uint64_t addr)
+{
+	struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE }, .mode = 0 };
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
+{
+	if (t->nretry == t->retry_cap) {
+		uint32_t cap = t->retry_cap ? t->retry_cap * 2 : 16;
+		struct uffd_msg *n = realloc(t->retry, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->retry = n;
+		t->retry_cap = cap;
+	}
+	t->retry[t->nretry++] = *msg;
+	return 0;
+}
+
+/*
+ * Serves one missing-page fault now: the entry if there is one (and drops
+ * it: the page is the app's again), else a zero page.  Returns 0 when the
+ * fault is resolved one way or another, -EAGAIN when it must be retried.
+ */
+int fault_serve(struct target *t, const struct uffd_msg *msg)
+{
+	uint64_t addr = msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
+	uint64_t pgno = addr >> ZS_PAGE_SHIFT;
+	struct daemon *d = t->d;
+	struct entry *e;
+	int r;
+
+	e = idx_lookup(t->idx, pgno);
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		log_debug("pid %d: fault at %#llx (%s%s) tid %u", (int)t->pid, (unsigned long long)addr,
+			  e ? "entry" : "no entry",
+			  msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE ? ", write" : "",
+			  msg->arg.pagefault.feat.ptid);
+	if (!e) {
+		if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) {
+			memset(d->page_buf, 0, ZS_PAGE_SIZE);
+			r = fault_copy(t, addr, d->page_buf);
+		} else {
+			r = fault_zeropage(t, addr);
+		}
+		if (r == 0)
+			d->st.zero_fills++;
+		goto done;
+	}
+
+	if (entry_is_zero(e) && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE)) {
+		r = fault_zeropage(t, addr);
+	} else {
+		r = entry_load(d, e, d->page_buf);
+		if (r < 0) {
+			/* Never map garbage: the page stays missing and the app waits
+			 * rather than reading corrupt data.  This is a daemon bug. */
+			log_error_errno(r, "pid %d: entry at %#llx does not decompress: %m",
+					(int)t->pid, (unsigned long long)addr);
+			d->st.uffd_errors++;
+			return 0;
+		}
+		r = fault_copy(t, addr, d->page_buf);
+	}
+	if (r == 0 || r == -EEXIST) {
+		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
+		idx_erase(t->idx, pgno);
+		t->compressed_bytes -= e->len;
+		t->loads++;
+		d->st.loads++;
+		entry_put(d, e);
+	}
+done:
+	switch (r) {
+	case 0:
+		return 0;
+	case -EAGAIN:
+		return -EAGAIN;
+	case -EEXIST:
+	case -ENOENT:
+	case -EFAULT:
+		uffd_wake(t, addr, ZS_PAGE_SIZE);
+		return 0;
+	case -ESRCH:
+		target_kill(t, "mm gone");
+		return 0;
+	default:
+		d->st.uffd_errors++;
+		log_warning_errno(r, "pid %d: cannot serve fault at %#llx: %m", (int)t->pid,
+				  (unsigned long long)addr);
+		uffd_wake(t, addr, ZS_PAGE_SIZE);
+		return 0;
+	}
+}
+
+/* A forked child names itself by faulting on its beacon page. */
+static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
+{
+	pid_t tgid;
+
+	if (!(t->features & UFFD_FEATURE_THREAD_ID) ||
+	    proc_tgid_of((pid_t)msg->arg.pagefault.feat.ptid, &tgid) < 0)
+		return;
+	if (target_set_pid(t, tgid) < 0)
+		return;
+	for (struct conn *c = t->d->conns; c; c = c->next) {
+		if (!c->dead && c->kind == CONN_SHIM && !c->target &&
+		    (c->hello_flags & ZS_HELLO_FORKED) && c->cred.pid == tgid) {
+			if (target_adopt(t, c) < 0)
+				conn_close(c, "cannot hand over the child's uffd");
+			break;
+		}
+	}
+}
+
+static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
+{
+	uint64_t addr = msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
+	pid_t ptid = (pid_t)msg->arg.pagefault.feat.ptid;
+	uint32_t slot;
+
+	if (t->pid == 0)
+		fault_learn_pid(t, msg);
+
+	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+		/* In a batch: the commit lifts it.  Elsewhere: a leftover, lift now. */
+		if (!evict_in_flight(t, addr, NULL))
+			uffd_unprotect(t, addr, ZS_PAGE_SIZE);
+		return;
+	}
+	if (evict_in_flight(t, addr, &slot)) {
+		if (ptid == t->agent_tid) {
+			if (evict_serve_agent_fault(t, addr, slot) == -EAGAIN &&
+			    fault_queue_retry(t, msg) < 0)
+				uffd_wake(t, addr, ZS_PAGE_SIZE);
+			return;
+		}
+		if (evict_defer_fault(t, msg) == 0) {
+			t->d->st.faults_deferred++;
+			return;
+		}
+	}
+	if (fault_serve(t, msg) == -EAGAIN && fault_queue_retry(t, msg) < 0)
+		uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
+}
+
+static void fault_event(struct target *t, const struct uffd_msg *msg)
+{
+	struct target *child;
+
+	switch (msg->event) {
+	case UFFD_EVENT_PAGEFAULT:
+		fault_pagefault(t, msg);
+		break;
+	case UFFD_EVENT_FORK:
+		log_debug("pid %d: fork event", (int)t->pid);
+		target_new_child(t, (int)msg->arg.fork.ufd, &child);
+		break;
+	case UFFD_EVENT_REMAP:
+		if (t->reclaim)
+			t->reclaim->vmas_valid = false;
+		log_debug("pid %d: remap %#llx -> %#llx +%llu", (int)t->pid,
+			  (unsigned long long)msg->arg.remap.from, (unsigned long long)msg->arg.remap.to,
+			  (unsigned long long)msg->arg.remap.len);
+		evict_note_remap(t, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
+		break;
+	case UFFD_EVENT_REMOVE:
+		if (evict_consume_own_remove(t, msg->arg.remove.start, msg->arg.remove.end))
+			break;
+		/* the app discarded memory */
+		__attribute__((fallthrough));
+	case UFFD_EVENT_UNMAP:
+		if (t->reclaim && msg->event == UFFD_EVENT_UNMAP)
+			t->reclaim->vmas_valid = false;
+		log_debug("pid %d: discard %#llx-%#llx (event %u)", (int)t->pid,
+			  (unsigned long long)msg->arg.remove.start,
+			  (unsigned long long)msg->arg.remove.end, msg->event);
+		target_invalidate(t, msg->arg.remove.start, msg->arg.remove.end);
+		evict_note_discard(t, msg->arg.remove.start, msg->arg.remove.end);
+		break;
+	default:
+		log_warning("pid %d: unexpected uffd event %u, ignoring", (int)t->pid, msg->event);
+		break;
+	}
+}
+
+void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
+{
+	struct target *t = (struct target *)((char *)w - offsetof(struct target, uffd_w));
+	struct uffd_msg msgs[FAULT_READ_BATCH];
+	ssize_t n;
+
+	(void)d;
+	if (t->dead)
+		return;
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		target_kill(t, "uffd closed");
+		return;
+	}
+	for (;;) {
+		n = read(t->uffd_w.fd, msgs, sizeof(msgs));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				target_kill(t, "uffd read failed");
+			return;
+		}
+		if (n == 0 || n % (ssize_t)sizeof(msgs[0])) {
+			log_error("pid %d: short uffd read (%zd bytes)", (int)t->pid, n);
+			target_kill(t, "uffd broken");
+			return;
+		}
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]) && !t->dead; i++)
+			fault_event(t, &msgs[i]);
+		if (t->dead)
+			return;
+	}
+}
+
+bool fault_retry_pending(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (t->nretry && !t->dead)
+			return true;
+	return false;
+}
+
+void fault_retry_all(struct daemon *d)
+{
+	for (struct target *t = d->targets; t; t = t->next) {
+		struct uffd_msg *msgs = t->retry;
+		uint32_t n = t->nretry;
+
+		if (!n || t->dead)
+			continue;
+		/* fault_pagefault() may queue again: give it a fresh list. */
+		t->retry = NULL;
+		t->nretry = t->retry_cap = 0;
+		for (uint32_t i = 0; i < n && !t->dead; i++)
+			fault_pagefault(t, &msgs[i]);
+		free(msgs);
+	}
+}

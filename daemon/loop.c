@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * loop.c - the daemon's one event loop.
+ *
+ * epoll over the listening socket, the signalfd, every connection, every
+ * target's uffd and pidfd.  Each watch carries its own handler.  Besides
+ * events the loop does three timed things: retry faults that met a changing
+ * mm (EAGAIN from UFFDIO_COPY) after 1 ms, reap dead targets at the end of
+ * each turn (so no handler frees what another is still using), and once a
+ * second: sd_notify STATUS/WATCHDOG and the liveness probe of targets.
+ */
+#include <errno.h>
+#include <sys/epoll.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define LOOP_MAX_EVENTS 64
+#define LOOP_RETRY_MS 1	    /* an mm change (fork, mremap) completes in microseconds */
+#define LOOP_TICK_MS 1000   /* housekeeping period */
+
+int loop_add(struct daemon *d, struct watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void loop_del(struct daemon *d, struct watch *w)
+{
+	if (w->fd >= 0)
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+static void loop_housekeeping(struct daemon *d)
+{
+	uint64_t now = now_usec();
+	struct target *t;
+
+	if (now - d->last_housekeeping_usec < LOOP_TICK_MS * 1000u)
+		return;
+	d->last_housekeeping_usec = now;
+	/* A child forked without our atfork handler (raw clone) has no pidfd:
+	 * only a failing ioctl tells us its mm is gone. */
+	for (t = d->targets; t; t = t->next)
+		if (t->pidfd_w.fd < 0 && !t->dead && !target_mm_alive(t))
+			target_kill(t, "mm gone");
+	notify_watchdog(d);
+	notify_status(d);
+}
+
+static uint64_t loop_faults_served(const struct daemon *d)
+{
+	return d->st.loads + d->st.zero_fills;
+}
+
+/*
+ * epoll_wait, but after a turn that served a fault, poll (timeout 0) for up
+ * to fault_spin_usec first: the next fault of a burst then skips the
+ * sleep/wake-up of both vCPUs, which is most of a round trip here.
+ */
+static int loop_wait(struct daemon *d, struct epoll_event *evs, int timeout)
+{
+	uint64_t spin = d->cfg.fault_spin_usec, until;
+	int n;
+
+	if (spin && loop_faults_served(d) != d->spin_mark) {
+		d->spin_mark = loop_faults_served(d);
+		until = now_usec() + spin;
+		do {
+			n = epoll_wait(d->epfd, evs, LOOP_MAX_EVENTS, 0);
+			if (n != 0)
+				return n;
+		} while (now_usec() < until);
+	}
+	return epoll_wait(d->epfd, evs, LOOP_MAX_EVENTS, timeout);
+}
+
+/* Runs until the daemon has stopped.  Returns the process exit code. */
+int loop_run(struct daemon *d)
+{
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	int n, timeout;
+
+	for (;;) {
+		timeout = fault_retry_pending(d) ? LOOP_RETRY_MS : LOOP_TICK_MS;
+		if (d->stopping)
+			timeout = LOOP_RETRY_MS * 10;
+		n = loop_wait(d, evs, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_error_errno(-errno, "epoll_wait failed: %m"), 1;
+		}
+		for (int i = 0; i < n; i++) {
+			struct watch *w = evs[i].data.ptr;
+
+			w->fn(d, w, evs[i].events);
+		}
+		fault_retry_all(d);
+		target_reap(d);
+		conn_reap(d);
+		loop_housekeeping(d);
+		if (d->stopping && drain_step(d))
+			return d->exit_code;
+	}
+}

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * main.c - zswapd: parse the command line, load the config, build the
+ * daemon, run the loop (loop.c), which returns only once the daemon has
+ * stopped and every page is back where it came from.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "daemon.h"
+#include "log.h"
+#include "pool.h"
+
+#define DEFAULT_CONFIG "/etc/zswapd/zswapd.conf"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: zswapd [OPTIONS]\n"
+		"Userspace compressed swap for processes started under libzswap.so.\n\n"
+		"  -c, --config FILE        read FILE (default " DEFAULT_CONFIG " if it exists)\n"
+		"  -s, --socket PATH        control socket (default: $ZSWAP_SOCKET, the config, "
+		ZSWAP_DEFAULT_SOCKET ")\n"
+		"  -f, --foreground         stay in the foreground (logs go to stderr either way)\n"
+		"      --compressor NAME    lzo, lz4 or zstd (overrides the config)\n"
+		"      --check-config       validate the configuration and exit\n"
+		"  -h, --help               this text\n");
+}
+
+struct args {
+	const char *config;
+	const char *socket;
+	const char *compressor;
+	bool foreground;
+	bool check_only;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	enum { OPT_COMPRESSOR = 256, OPT_CHECK };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "compressor", required_argument, NULL, OPT_COMPRESSOR },
+		{ "check-config", no_argument, NULL, OPT_CHECK },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:s:fh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 's':
+			a->socket = optarg;
+			break;
+		case 'f':
+			a->foreground = true;
+			break;
+		case OPT_COMPRESSOR:
+			a->compressor = optarg;
+			break;
+		case OPT_CHECK:
+			a->check_only = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zswapd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Config file, then environment, then command line: the most specific wins. */
+static int load_config(struct daemon *d, const struct args *a)
+{
+	const char *path = a->config, *env;
+	char err[512];
+	int r;
+
+	cfg_defaults(&d->cfg);
+	if (!path && access(DEFAULT_CONFIG, F_OK) == 0)
+		path = DEFAULT_CONFIG;
+	if (path) {
+		r = cfg_parse_file(&d->cfg, path, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "zswapd: %s\n", err);
+			return r;
+		}
+		snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", path);
+	}
+	env = getenv(ZSWAP_SOCKET_ENV);
+	if (a->socket || (env && *env)) {
+		const char *s = a->socket ? a->socket : env;
+
+		if (strlen(s) >= sizeof(d->cfg.socket)) {
+			fprintf(stderr, "zswapd: socket path too long: %s\n", s);
+			return -ENAMETOOLONG;
+		}
+		snprintf(d->cfg.socket, sizeof(d->cfg.socket), "%s", s);
+	}
+	if (a->compressor && comp_parse(a->compressor, &d->cfg.compressor) < 0) {
+		fprintf(stderr, "zswapd: unknown compressor '%s' (lzo, lz4, zstd)\n", a->compressor);
+		return -EINVAL;
+	}
+	log_set_level(d->cfg.log_level);
+	return 0;
+}
+
+static uint64_t mem_total_bytes(void)
+{
+	uint64_t kb = 0;
+
+	FILE *f = fopen("/proc/meminfo", "re");
+	if (f) {
+		if (fscanf(f, "MemTotal: %lu kB", &kb) != 1)
+			kb = 0;
+		fclose(f);
+	}
+	return kb * 1024;
+}
+
+/* Binds the control socket, refusing to steal it from a running daemon. */
+static int listen_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)], *slash;
+	int fd, probe;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return log_error_errno(-errno, "Failed to create %s: %m", dir);
+	}
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		int busy = connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+		close(probe);
+		if (busy)
+			return log_error_errno(-EADDRINUSE, "Another zswapd is listening on %s", path);
+	}
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return log_error_errno(-errno, "Failed to create socket: %m");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
+	    listen(fd, 128) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return log_error_errno(r, "Failed to listen on %s: %m", path);
+	}
+	return fd;
+}
+
+static int setup_listen(struct daemon *d)
+{
+	int n = sd_listen_fds(1);
+
+	if (n > 1)
+		return log_error_errno(-EINVAL, "Expected one socket from systemd, got %d", n);
+	if (n == 1) {
+		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
+			return log_error_errno(-EINVAL, "The socket from systemd is not a listening "
+							"AF_UNIX SOCK_SEQPACKET socket");
+		d->listen_w.fd = SD_LISTEN_FDS_START;
+		d->socket_activated = true;
+		fcntl(d->listen_w.fd, F_SETFL, fcntl(d->listen_w.fd, F_GETFL) | O_NONBLOCK);
+		fcntl(d->listen_w.fd, F_SETFD, FD_CLOEXEC);
+	} else {
+		d->listen_w.fd = listen_socket(d->cfg.socket);
+		if (d->listen_w.fd < 0)
+			return d->listen_w.fd;
+	}
+	d->listen_w.fn = conn_accept;
+	return loop_add(d, &d->listen_w, EPOLLIN);
+}
+
+/* SIGHUP: re-read the config and apply what can change live. */
+static void reload_config(struct daemon *d)
+{
+	struct cfg c = d->cfg;
+	char err[512];
+
+	if (!d->cfg_path[0]) {
+		log_info("SIGHUP: no config file to re-read");
+		return;
+	}
+	if (cfg_parse_file(&c, d->cfg_path, err, sizeof(err)) < 0) {
+		log_error("SIGHUP: %s; keeping the running configuration", err);
+		return;
+	}
+	if (strcmp(c.socket, d->cfg.socket) || c.compressor != d->cfg.compressor ||
+	    c.evict_batch_pages != d->cfg.evict_batch_pages || c.mlock != d->cfg.mlock)
+		log_warning("SIGHUP: socket, compressor, evict_batch_pages and mlock change only at restart");
+	d->cfg.max_pool_percent = c.max_pool_percent;
+	d->cfg.max_pool_bytes = c.max_pool_bytes;
+	d->cfg.accept_threshold_percent = c.accept_threshold_percent;
+	d->cfg.max_compressed_percent = c.max_compressed_percent;
+	d->cfg.log_level = c.log_level;
+	log_set_level(c.log_level);
+	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());
+	log_info("SIGHUP: configuration re-read, pool limit %llu bytes",
+		 (unsigned long long)d->pool_limit);
+}
+
+static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
+{
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			reload_config(d);
+		else
+			drain_begin(d);
+	}
+}
+
+static int setup_signals(struct daemon *d)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->signal_w.fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (d->signal_w.fd < 0)
+		return log_error_errno(-errno, "Failed to create signalfd: %m");
+	d->signal_w.fn = signal_ready;
+	return loop_add(d, &d->signal_w, EPOLLIN);
+}
+
+static int daemon_setup(struct daemon *d)
+{
+	int r;
+
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0)
+		return log_error_errno(-errno, "Failed to create epoll: %m");
+	d->devuffd_fd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (d->devuffd_fd < 0)
+		return log_error_errno(-errno, "Failed to open /dev/userfaultfd: %m "
+					       "(CONFIG_USERFAULTFD, and are we root?)");
+	r = comp_new(d->cfg.compressor, &d->comp);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up compressor %s: %m",
+				       comp_name(d->cfg.compressor));
+	r = pool_new(&d->pool);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create pool: %m");
+	d->page_buf = aligned_alloc(ZS_PAGE_SIZE, ZS_PAGE_SIZE);
+	d->comp_buf = malloc(COMP_BOUND);
+	if (!d->page_buf || !d->comp_buf)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());
+	r = setup_signals(d);
+	if (r < 0)
+		return r;
+	r = setup_listen(d);
+	if (r < 0)
+		return r;
+	/* Hazard 6: the pool must not itself be swapped out under the clients,
+	 * and the daemon must never fault on its own memory while serving. */
+	if (d->cfg.mlock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
+		log_warning_errno(-errno, "mlockall failed: %m, continuing unlocked");
+	return caps_drop();
+}
+
+/*
+ * Without -f and outside systemd: detach, and let the parent exit only once
+ * the child is ready (or failed), so "zswapd && zswapctl stats" works.
+ * Returns 0 in the child, 1 in the parent after success, -errno.
+ */
+static int background(int *ret_ready_fd)
+{
+	int p[2], devnull;
+	char c;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1) {
+			fprintf(stderr, "zswapd: failed to start (see the messages above)\n");
+			exit(1);
+		}
+		return 1;
+	}
+	close(p[0]);
+	setsid();
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, STDIN_FILENO);
+		dup2(devnull, STDOUT_FILENO);
+		close(devnull);
+	}
+	*ret_ready_fd = p[1];
+	return 0;
+}
+
+/* Everything daemon_setup() made; what the loop made is gone by now. */
+static void daemon_teardown(struct daemon *d)
+{
+	for (struct target *t = d->targets; t; t = t->next)
+		target_kill(t, "zswapd exiting");
+	target_reap(d);
+	for (struct conn *c = d->conns; c; c = c->next)
+		conn_close(c, "zswapd exiting");
+	conn_reap(d);
+	pool_free(d->pool);
+	comp_free(d->comp);
+	free(d->page_buf);
+	free(d->comp_buf);
+	if (d->listen_w.fd >= 0)
+		close(d->listen_w.fd);
+	if (d->signal_w.fd >= 0)
+		close(d->signal_w.fd);
+	if (d->devuffd_fd >= 0)
+		close(d->devuffd_fd);
+	if (d->epfd >= 0)
+		close(d->epfd);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1 };
+	struct args a = { 0 };
+	int ready_fd = -1, r;
+
+	if (sysconf(_SC_PAGESIZE) != ZS_PAGE_SIZE) {
+		fprintf(stderr, "zswapd: only 4 KiB pages are supported\n");
+		return 1;
+	}
+	if (parse_args(argc, argv, &a) < 0)
+		return 2;
+	if (load_config(&d, &a) < 0)
+		return 1;
+	if (a.check_only) {
+		printf("%s: OK\n", d.cfg_path[0] ? d.cfg_path : "(built-in defaults)");
+		return 0;
+	}
+	d.foreground = a.foreground;
+	d.sd_notify = getenv("NOTIFY_SOCKET") != NULL;
+	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS")) {
+		r = background(&ready_fd);
+		if (r != 0)
+			return r < 0 ? 1 : 0;
+	}
+	if (sd_watchdog_enabled(0, &d.watchdog_usec) <= 0)
+		d.watchdog_usec = 0;
+	r = daemon_setup(&d);
+	if (r < 0) {
+		if (d.sd_notify)
+			sd_notifyf(0, "ERRNO=%d", -r);
+		daemon_teardown(&d);
+		return 1;
+	}
+	log_info("zswapd ready on %s: compressor %s, pool limit %llu MiB",
+		 d.listen_w.fd == SD_LISTEN_FDS_START ? "the socket systemd passed" : d.cfg.socket,
+		 comp_name(d.cfg.compressor), (unsigned long long)(d.pool_limit >> 20));
+	if (d.sd_notify)
+		sd_notify(0, "READY=1");
+	notify_status(&d);
+	if (ready_fd >= 0) {
+		(void)!write(ready_fd, "1", 1);
+		close(ready_fd);
+	}
+	r = loop_run(&d);
+	if (!d.socket_activated)
+		unlink(d.cfg.socket);
+	daemon_teardown(&d);
+	return r;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * reclaim.c - `zswapctl reclaim PID SIZE`: evict up to SIZE now, like
+ * cgroup memory.reclaim, one eviction batch after another, and answer once
+ * with what was done.  It stops early when one sweep of the address space
+ * found nothing more to take; the reply says how much it scanned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "comp.h"
+#include "daemon.h"
+#include "log.h"
+
+static void reclaim_finish(struct target *t, int err)
+{
+	struct reclaim *rc = t->reclaim;
+
+	t->reclaim = NULL;
+	if (rc->conn && !rc->conn->dead) {
+		if (err < 0)
+			proto_send_error(rc->conn->w.fd, rc->seq, err,
+					 err == -ESRCH ? "the process exited" : "reclaim failed");
+		else
+			proto_send(rc->conn->w.fd, ZS_RECLAIM_REPLY, rc->seq, &rc->reply,
+				   sizeof(rc->reply), NULL, 0);
+	}
+	if (err >= 0)
+		log_info("pid %d: reclaimed %llu pages into %llu bytes (%llu refused, %llu scanned)",
+			 (int)t->pid, (unsigned long long)rc->reply.evicted_pages,
+			 (unsigned long long)rc->reply.compressed_bytes,
+			 (unsigned long long)rc->reply.rejected_pages,
+			 (unsigned long long)rc->reply.scanned_pages);
+	free(rc->vmas);
+	free(rc);
+}
+
+void reclaim_progress(struct target *t)
+{
+	struct reclaim *rc = t->reclaim;
+	int r;
+
+	if (!rc)
+		return;
+	if (rc->reply.evicted_pages >= rc->want_pages || rc->wrapped || t->d->stopping ||
+	    !rc->conn || rc->conn->dead) {
+		reclaim_finish(t, 0);
+		return;
+	}
+	r = evict_start(t);
+	if (r == 0)
+		reclaim_finish(t, 0); /* nothing left to take */
+	else if (r < 0)
+		reclaim_finish(t, r);
+}
+
+int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes)
+{
+	struct reclaim *rc;
+
+	if (t->reclaim)
+		return -EBUSY;
+	if (!t->conn || !t->agent_tid)
+		return -ENOTCONN;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return -ENOMEM;
+	rc->conn = c;
+	rc->seq = seq;
+	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
+	rc->scan_start = t->scan_cursor;
+	t->reclaim = rc;
+	if (!t->batch)
+		reclaim_progress(t);
+	return 0;
+}
+
+void reclaim_cancel(struct target *t, int err)
+{
+	if (t->reclaim)
+		reclaim_finish(t, err);
+}

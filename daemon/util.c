@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * util.c - small helpers for clocks and /proc that several modules share.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Reads a whole (proc) file, NUL-terminated.  /proc files report size 0, so grow. */
+int read_full_file(const char *path, char **ret_buf, size_t *ret_len)
+{
+	size_t cap = 16384, len = 0;
+	char *buf = NULL, *nbuf;
+	ssize_t n;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (;;) {
+		if (cap - len < 4096) {
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(fd);
+	*ret_buf = buf;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+fail:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+/* Looks up "Key:" in /proc/PID/status; the value's first number. */
+static int proc_status_field(pid_t pid, const char *key, uint64_t *ret)
+{
+	char path[64], *buf, *p;
+	size_t klen = strlen(key);
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	r = read_full_file(path, &buf, NULL);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+			*ret = strtoull(p + klen + 1, NULL, 10);
+			r = 0;
+			break;
+		}
+	}
+	free(buf);
+	return r;
+}
+
+int proc_tgid_of(pid_t tid, pid_t *ret_tgid)
+{
+	uint64_t v;
+	int r;
+
+	r = proc_status_field(tid, "Tgid", &v);
+	if (r < 0)
+		return r;
+	*ret_tgid = (pid_t)v;
+	return 0;
+}
+
+int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb)
+{
+	return proc_status_field(pid, key, ret_kb);
+}
+
+int proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && (buf[n - 1] == '\n'))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}

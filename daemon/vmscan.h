@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vmscan.h - which pages of a process may be evicted, and which to try next.
+ */
+#ifndef ZSWAPD_VMSCAN_H
+#define ZSWAPD_VMSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zswap_proto.h"
+
+struct vma {
+	uint64_t start;
+	uint64_t end;
+};
+
+/*
+ * Parses /proc/PID/smaps text into the ranges we may evict from: private,
+ * writable, anonymous (or [heap]) mappings that are not locked, not
+ * DONTFORK/WIPEONFORK (a forked child must see exactly the parent's layout
+ * for shared entries to be right), not I/O or PFN maps, not hugetlb, minus
+ * the shim's own ranges in excl.  Sorted by address.
+ */
+int vmscan_parse(const char *smaps, const struct zs_range *excl, unsigned nexcl,
+		 struct vma **ret_vmas, size_t *ret_n);
+
+struct vmscan_run {
+	uint64_t addr;
+	uint32_t npages;
+	uint64_t reg_start; /* the 2 MiB-aligned chunk(s) to register, clipped to the vma */
+	uint64_t reg_end;
+};
+
+struct vmscan_result {
+	size_t nruns;
+	uint32_t npages;
+	uint64_t cursor;  /* where the next pick should start */
+	uint64_t scanned; /* pages looked at */
+};
+
+/*
+ * Walks the vmas from cursor (wrapping once) and picks up to max_pages pages
+ * that are present and mapped by this process alone (PM_MMAP_EXCLUSIVE:
+ * evicting a page still shared copy-on-write with a fork frees nothing),
+ * reading pagemap_fd (/proc/PID/pagemap) 512 entries at a time.  Gives up
+ * after scanning max_scan pages.  Contiguous pages form one run.
+ */
+int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t cursor,
+		uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs, size_t max_runs,
+		struct vmscan_result *ret);
+
+/* Sum of the pages in vmas. */
+uint64_t vmscan_total_pages(const struct vma *vmas, size_t n);
+
+#endif

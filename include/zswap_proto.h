@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * zswap_proto.h - the wire protocol between zswapd, the shim and zswapctl.
+ *
+ * One unix SOCK_SEQPACKET socket (default ZSWAP_DEFAULT_SOCKET, overridden by
+ * $ZSWAP_SOCKET).  Every datagram is one message: a struct zs_hdr followed by
+ * hdr.len bytes of payload.  All integers are host-endian (the peers always
+ * share a machine).  A message larger than ZS_MSG_MAX, with a bad magic or
+ * version, or whose payload does not match its type is rejected and the
+ * connection is dropped; proto_check() in daemon/proto.c is the one place that
+ * decides this.
+ *
+ * Registration of a process (the shim, from its constructor):
+ *
+ *   shim   -> ZS_HELLO {pid, flags=0}
+ *   daemon -> ZS_DEVFD                      + fd: /dev/userfaultfd (read-write)
+ *   shim      ioctl(devfd, USERFAULTFD_IOC_NEW) gives a full uffd of its own
+ *             mm with no capability check, then closes devfd.
+ *   shim   -> ZS_UFFD {beacon}              + fd: that uffd
+ *   daemon    UFFDIO_API (it, not the shim, may ask for EVENT_FORK),
+ *             registers the beacon page.
+ *   daemon -> ZS_READY {staging_pages}      + fd: staging memfd
+ *   shim      maps the staging area, starts the agent thread.
+ *   agent  -> ZS_AGENT {tid, excluded ranges}
+ *
+ * A child made by fork() (the shim's atfork handler, in the child):
+ *
+ *   shim   -> ZS_HELLO {pid, flags=ZS_HELLO_FORKED}
+ *   shim      reads its beacon page: the fault arrives on the child's uffd
+ *             (which the daemon received with UFFD_EVENT_FORK) carrying the
+ *             child's tid, which is how the daemon pairs that uffd with pid.
+ *   daemon -> ZS_READY {staging_pages}      + fds: staging memfd, child's uffd
+ *   agent  -> ZS_AGENT as above.
+ *
+ * Eviction (daemon to agent, one batch in flight per process):
+ *
+ *   daemon    write-protects the pages of the batch (UFFDIO_WRITEPROTECT)
+ *   daemon -> ZS_EVICT {batch, runs[]}
+ *   agent     copies each run into its staging slots with process_vm_readv()
+ *             on itself (a vanished range is EFAULT, never SIGSEGV), then
+ *             MADV_DONTNEED of the copied pages.
+ *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dropped or -errno}
+ *   daemon    compresses from staging, commits entries, lifts the
+ *             write-protection (which wakes any writer that waited).
+ *
+ *   daemon -> ZS_BYE     the daemon stopped after faulting every page back.
+ *
+ * Control (zswapctl): a request gets exactly one reply, same seq:
+ *   ZS_STATS   -> ZS_STATS_REPLY  {struct zs_stat[]}
+ *   ZS_LIST    -> ZS_LIST_REPLY   {struct zs_target_info[]}
+ *   ZS_RECLAIM {pid, bytes} -> ZS_RECLAIM_REPLY {struct zs_reclaim_reply}
+ *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
+ */
+#ifndef ZSWAP_PROTO_H
+#define ZSWAP_PROTO_H
+
+#include <stdint.h>
+
+#define ZSWAP_DEFAULT_SOCKET "/run/zswapd/zswapd.sock"
+#define ZSWAP_SOCKET_ENV "ZSWAP_SOCKET"
+
+#define ZS_MAGIC 0x5a535750u /* "ZSWP" */
+#define ZS_VERSION 1
+#define ZS_MSG_MAX 65536 /* whole datagram, header included */
+
+enum zs_type {
+	/* shim -> daemon */
+	ZS_HELLO = 1,
+	ZS_UFFD = 2,
+	ZS_AGENT = 3,
+	ZS_EVICT_DONE = 4,
+	/* daemon -> shim */
+	ZS_DEVFD = 16,
+	ZS_READY = 17,
+	ZS_EVICT = 18,
+	ZS_BYE = 19,
+	/* zswapctl -> daemon */
+	ZS_STATS = 32,
+	ZS_LIST = 33,
+	ZS_RECLAIM = 34,
+	/* daemon -> zswapctl */
+	ZS_STATS_REPLY = 48,
+	ZS_LIST_REPLY = 49,
+	ZS_RECLAIM_REPLY = 50,
+	ZS_ERROR = 63,
+};
+
+struct zs_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t len; /* payload bytes after this header */
+	uint32_t seq; /* echoed in the reply */
+};
+
+#define ZS_HELLO_FORKED 0x1u
+
+struct zs_hello {
+	uint32_t pid;
+	uint32_t flags;
+};
+
+struct zs_uffd {
+	uint64_t beacon; /* one page the daemon keeps registered and empty */
+};
+
+struct zs_ready {
+	uint32_t staging_pages;
+	uint32_t page_size;
+};
+
+struct zs_range {
+	uint64_t start;
+	uint64_t len;
+};
+
+#define ZS_AGENT_MAX_EXCL 8
+
+struct zs_agent {
+	uint32_t tid;
+	uint32_t nexcl;
+	struct zs_range excl[]; /* shim memory the daemon must never evict */
+};
+
+struct zs_run {
+	uint64_t addr;	       /* page aligned */
+	uint32_t npages;       /* >= 1 */
+	uint32_t staging_slot; /* first staging page it is copied to */
+};
+
+struct zs_evict {
+	uint64_t batch;
+	uint32_t nruns;
+	uint32_t pad;
+	struct zs_run runs[];
+};
+
+struct zs_evict_done {
+	uint64_t batch;
+	uint32_t nruns;
+	uint32_t pad;
+	int32_t result[]; /* per run: pages copied and dropped, or -errno */
+};
+
+struct zs_reclaim {
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t bytes;
+};
+
+struct zs_reclaim_reply {
+	uint64_t evicted_pages;
+	uint64_t compressed_bytes; /* what those pages cost in the pool */
+	uint64_t rejected_pages;   /* tried but stayed resident */
+	uint64_t scanned_pages;
+};
+
+#define ZS_STAT_NAME 40
+
+struct zs_stat {
+	char name[ZS_STAT_NAME]; /* NUL terminated */
+	uint64_t value;
+};
+
+#define ZS_COMM_LEN 16
+
+struct zs_target_info {
+	uint32_t pid;
+	uint32_t flags;
+	char comm[ZS_COMM_LEN];
+	uint64_t resident_pages; /* RssAnon / page size, as /proc says now */
+	uint64_t evicted_pages;
+	uint64_t compressed_bytes;
+	uint64_t stores;
+	uint64_t loads;
+	uint64_t invalidates;
+};
+
+struct zs_error {
+	int32_t err; /* -errno */
+	char msg[];  /* NUL terminated */
+};
+
+#endif

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * shim.c - libzswap.so: opting a process in to zswapd, from LD_PRELOAD.
+ *
+ * The constructor registers the process (the handshake is written down in
+ * include/zswap_proto.h) and starts the agent thread.  Any failure, first of
+ * all no daemon, leaves the program running exactly as without the shim, and
+ * silent unless ZSWAP_DEBUG is set: we live inside someone else's process.
+ *
+ * The uffd comes from zswapd's /dev/userfaultfd descriptor through
+ * USERFAULTFD_IOC_NEW, so an unprivileged process gets a full uffd (kernel
+ * faults included: a write(2) from an evicted buffer must work) without
+ * vm.unprivileged_userfaultfd.
+ *
+ * fork: the child inherits our registrations on a new uffd that only zswapd
+ * holds (UFFD_EVENT_FORK).  The atfork child handler drops what belongs to
+ * the parent, connects anew, and faults on the beacon page: that fault
+ * reaches zswapd on the child's uffd with the child's tid, which is how it
+ * pairs that uffd with this pid and sends us a copy to keep.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+
+#include "proto.h"
+#include "shim.h"
+
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+#define SHIM_HANDSHAKE_TIMEOUT_SEC 5
+
+struct shim shim = { .sock = -1, .uffd = -1 };
+
+void shim_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!shim.debug)
+		return;
+	fprintf(stderr, "libzswap[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int shim_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = SHIM_HANDSHAKE_TIMEOUT_SEC };
+	const char *path = getenv(ZSWAP_SOCKET_ENV);
+	int fd;
+
+	if (!path || !*path)
+		path = ZSWAP_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Waits for a message of one type; ZS_ERROR and anything else fail. */
+static int shim_expect(uint16_t type, int *fds, int want_fds)
+{
+	uint64_t *buf = (uint64_t *)(shim.area + SHIM_AGENT_STACK);
+	const struct zs_hdr *h = (const struct zs_hdr *)buf;
+	int nfds = 0, r;
+	ssize_t n;
+
+	do
+		n = proto_recv(shim.sock, buf, ZS_MSG_MAX, fds, want_fds, &nfds);
+	while (n == -EINTR);
+	if (n <= 0)
+		return n < 0 ? (int)n : -ECONNRESET;
+	if (h->type == type && nfds == want_fds)
+		return 0;
+	if (h->type == ZS_ERROR) {
+		const struct zs_error *e = proto_payload(h);
+
+		shim_log("zswapd refused: %s", e->msg);
+		r = e->err < 0 ? e->err : -EPROTO;
+	} else {
+		r = -EPROTO;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return r;
+}
+
+static int shim_map_staging(int memfd)
+{
+	const struct zs_ready *ready =
+		proto_payload((const struct zs_hdr *)(shim.area + SHIM_AGENT_STACK));
+	void *p;
+
+	if (ready->page_size != SHIM_PAGE || ready->staging_pages == 0)
+		return -EPROTO;
+	shim.staging_len = (size_t)ready->staging_pages * SHIM_PAGE;
+	p = mmap(NULL, shim.staging_len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	shim.staging = p;
+	return 0;
+}
+
+static void shim_teardown(void)
+{
+	if (shim.sock >= 0)
+		close(shim.sock);
+	if (shim.uffd >= 0)
+		close(shim.uffd);
+	if (shim.staging)
+		munmap(shim.staging, shim.staging_len);
+	shim.sock = shim.uffd = -1;
+	shim.staging = NULL;
+}
+
+/* The first registration of this mm. */
+static int shim_register(void)
+{
+	struct zs_hello hello = { .pid = (uint32_t)getpid() };
+	struct zs_uffd u;
+	int fds[2], devfd, r;
+
+	r = proto_send(shim.sock, ZS_HELLO, 1, &hello, sizeof(hello), NULL, 0);
+	if (r < 0)
+		return r;
+	r = shim_expect(ZS_DEVFD, fds, 1);
+	if (r < 0)
+		return r;
+	devfd = fds[0];
+	shim.uffd = ioctl(devfd, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+	r = shim.uffd < 0 ? -errno : 0;
+	close(devfd);
+	if (r < 0)
+		return r;
+	u.beacon = (uint64_t)(uintptr_t)shim.beacon;
+	r = proto_send(shim.sock, ZS_UFFD, 2, &u, sizeof(u), &shim.uffd, 1);
+	if (r < 0)
+		return r;
+	r = shim_expect(ZS_READY, fds, 1);
+	if (r < 0)
+		return r;
+	r = shim_map_staging(fds[0]);
+	close(fds[0]);
+	return r;
+}
+
+/* In a forked child: get our own uffd (which zswapd holds) and staging. */
+static int shim_register_child(void)
+{
+	struct zs_hello hello = { .pid = (uint32_t)getpid(), .flags = ZS_HELLO_FORKED };
+	int fds[2], r;
+
+	r = proto_send(shim.sock, ZS_HELLO, 1, &hello, sizeof(hello), NULL, 0);
+	if (r < 0)
+		return r;
+	/* The fault that names us to zswapd; then empty the beacon again so our
+	 * own children can do the same. */
+	(void)*(volatile uint8_t *)shim.beacon;
+	madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
+	r = shim_expect(ZS_READY, fds, 2);
+	if (r < 0)
+		return r;
+	shim.uffd = fds[1];
+	r = shim_map_staging(fds[0]);
+	close(fds[0]);
+	return r;
+}
+
+static void shim_atfork_child(void)
+{
+	int r;
+
+	if (shim.sock < 0)
+		return;
+	/* The parent's connection, uffd and staging are not ours. */
+	shim_teardown();
+	r = shim_connect();
+	if (r < 0)
+		goto fail;
+	shim.sock = r;
+	r = shim_register_child();
+	if (r == 0)
+		r = shim_agent_start();
+	if (r == 0)
+		return;
+fail:
+	shim_log("forked child not served: %s", strerror(-r));
+	shim_teardown();
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	const char *dbg = getenv("ZSWAP_DEBUG");
+	void *p;
+	int r;
+
+	shim.debug = dbg && *dbg && strcmp(dbg, "0");
+	if (getenv("ZSWAP_DISABLE"))
+		return;
+	r = shim_connect();
+	if (r < 0) {
+		shim_log("no zswapd (%s), running without it", strerror(-r));
+		return;
+	}
+	shim.sock = r;
+	p = mmap(NULL, SHIM_AGENT_AREA + SHIM_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	shim.area = p;
+	shim.beacon = shim.area + SHIM_AGENT_AREA;
+	/* The beacon must stay an empty page: never let THP fill it in. */
+	madvise(shim.beacon, SHIM_PAGE, MADV_NOHUGEPAGE);
+	r = shim_register();
+	if (r < 0)
+		goto fail;
+	r = shim_agent_start();
+	if (r < 0)
+		goto fail;
+	pthread_atfork(NULL, NULL, shim_atfork_child);
+	shim_log("registered with zswapd");
+	return;
+fail:
+	shim_log("cannot register with zswapd (%s), running without it", strerror(-r));
+	shim_teardown();
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * shim.h - state shared by the shim's registration (shim.c) and its agent
+ * thread (agent.c).  Everything here is hidden: libzswap.so exports nothing.
+ */
+#ifndef ZSWAP_SHIM_H
+#define ZSWAP_SHIM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIM_PAGE 4096u
+/* The agent's own memory: its stack, then one message buffer.  Mapped apart
+ * and excluded from eviction, so the agent never faults on a page it would
+ * have to ask itself for (DESIGN.md hazard 7). */
+#define SHIM_AGENT_STACK (192u * 1024)
+#define SHIM_AGENT_AREA (SHIM_AGENT_STACK + 2u * 65536u) /* stack, receive, reply */
+
+struct shim {
+	int sock;	   /* connection to zswapd, close-on-exec */
+	int uffd;	   /* our copy of our uffd: keeps registrations alive (hazard 2) */
+	uint8_t *beacon;   /* one page zswapd keeps registered and empty */
+	uint8_t *staging;  /* shared with zswapd: where evicted pages are copied */
+	size_t staging_len;
+	uint8_t *area;	   /* agent stack + message buffer */
+	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
+};
+
+extern struct shim shim;
+
+__attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
+int shim_agent_start(void);
+
+#endif

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * micro - per-page store and load cost of zswapd, measured from inside a
+ * process that runs under the shim.
+ *
+ *   micro MIB [ROUNDS]
+ *
+ * Fills MIB of anonymous memory with the same page mix as the integration
+ * tests (zero, same-filled, text, structs, random), then ROUNDS times:
+ *   store: asks zswapd to evict all of it (ZS_RECLAIM for itself) and times
+ *          the whole request: scan + write-protect + agent copy and drop +
+ *          compress + index, divided by the pages evicted;
+ *   load:  touches the pages one by one in random order and times each
+ *          touch that faults (fault round trip + decompress + UFFDIO_COPY),
+ *          reporting mean, p50, p90, p99.
+ * Then verifies every byte, so a fast but wrong run fails (exit 1).
+ * Prints one JSON object on stdout.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zswap_proto.h"
+
+#define PAGE 4096u
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static void fill_page(uint8_t *p, uint64_t idx)
+{
+	static const char text[] = "the memory of a process that went cold comes back when touched ";
+	uint64_t h = mix64(idx + 17);
+
+	switch (h % 8) {
+	case 0:
+		memset(p, 0, PAGE);
+		break;
+	case 1:
+		for (unsigned i = 0; i < PAGE / 8; i++)
+			memcpy(p + i * 8, &h, 8);
+		break;
+	case 2:
+	case 3:
+	case 4:
+		for (unsigned i = 0; i < PAGE; i++)
+			p[i] = (uint8_t)text[(i + h % 7 * (i / 61)) % (sizeof(text) - 1)];
+		memcpy(p + PAGE - 8, &idx, 8);
+		break;
+	case 5:
+	case 6:
+		for (unsigned i = 0; i < PAGE / 32; i++) {
+			uint64_t rec[4] = { idx * 128 + i, h & 0xff, h + i, 0x6a626f };
+
+			memcpy(p + i * 32, rec, 32);
+		}
+		break;
+	default:
+		for (unsigned i = 0; i < PAGE / 8; i++) {
+			uint64_t v = mix64(h + i + 1);
+
+			memcpy(p + i * 8, &v, 8);
+		}
+	}
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static long reclaim_self(uint64_t bytes)
+{
+	struct {
+		struct zs_hdr h;
+		struct zs_reclaim r;
+	} req = { .h = { ZS_MAGIC, ZS_VERSION, ZS_RECLAIM, sizeof(struct zs_reclaim), 1 },
+		  .r = { .pid = (uint32_t)getpid(), .bytes = bytes } };
+	static uint8_t rep[ZS_MSG_MAX];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = getenv(ZSWAP_SOCKET_ENV);
+	struct zs_reclaim_reply r;
+	struct zs_hdr h;
+	long pages = -1;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path && *path ? path : ZSWAP_DEFAULT_SOCKET);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -1;
+	if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) == sizeof(req) &&
+	    recv(fd, rep, sizeof(rep), 0) >= (ssize_t)(sizeof(h) + sizeof(r))) {
+		memcpy(&h, rep, sizeof(h));
+		memcpy(&r, rep + sizeof(h), sizeof(r));
+		if (h.type == ZS_RECLAIM_REPLY)
+			pages = (long)r.evicted_pages;
+	}
+	close(fd);
+	return pages;
+}
+
+/* One counter from ZS_STATS, or -1. */
+static long long stat_of(const char *name)
+{
+	struct zs_hdr req = { ZS_MAGIC, ZS_VERSION, ZS_STATS, 0, 2 }, h;
+	static uint8_t rep[ZS_MSG_MAX];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = getenv(ZSWAP_SOCKET_ENV);
+	long long v = -1;
+	ssize_t n;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path && *path ? path : ZSWAP_DEFAULT_SOCKET);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -1;
+	if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) == sizeof(req) &&
+	    (n = recv(fd, rep, sizeof(rep), 0)) > (ssize_t)sizeof(h)) {
+		for (size_t off = sizeof(h); off + sizeof(struct zs_stat) <= (size_t)n;
+		     off += sizeof(struct zs_stat)) {
+			struct zs_stat st;
+
+			memcpy(&st, rep + off, sizeof(st));
+			if (strcmp(st.name, name) == 0)
+				v = (long long)st.value;
+		}
+	}
+	close(fd);
+	return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
+	int rounds = argc > 2 ? atoi(argv[2]) : 3;
+	size_t npages = mib * 1024 * 1024 / PAGE, nlat = 0, bad = 0;
+	double store_us = 0, pool_per_page = 0, *lat;
+	long stored = 0;
+	uint8_t *m, want[PAGE];
+	size_t *order;
+
+	m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	lat = malloc(npages * rounds * sizeof(*lat));
+	order = malloc(npages * sizeof(*order));
+	if (m == MAP_FAILED || !lat || !order)
+		return 2;
+	for (size_t i = 0; i < npages; i++) {
+		fill_page(m + i * PAGE, i);
+		order[i] = i;
+	}
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now_us();
+		long n = reclaim_self(npages * PAGE);
+
+		store_us += now_us() - t0;
+		if (n <= 0) {
+			fprintf(stderr, "micro: reclaim evicted nothing (is zswapd running, shim loaded?)\n");
+			return 1;
+		}
+		stored += n;
+		if (r == 0) {
+			long long pool = stat_of("pool_total_size"), pages = stat_of("stored_pages");
+
+			pool_per_page = pages > 0 ? (double)pool / (double)pages : 0;
+		}
+		for (size_t i = npages - 1; i > 0; i--) {
+			size_t j = mix64(i * 31 + (size_t)r) % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (size_t i = 0; i < npages; i++) {
+			volatile uint8_t *p = m + order[i] * PAGE;
+			double t1 = now_us();
+
+			(void)*p;
+			lat[nlat++] = now_us() - t1;
+		}
+	}
+	for (size_t i = 0; i < npages; i++) {
+		fill_page(want, i);
+		bad += memcmp(m + i * PAGE, want, PAGE) != 0;
+	}
+	/* Touches of pages that stayed resident (refused, or the page table's
+	 * own zero page) cost well under a microsecond: keep only the faults. */
+	qsort(lat, nlat, sizeof(*lat), cmp_double);
+	{
+		size_t first = 0, nf;
+		double sum = 0;
+
+		while (first < nlat && lat[first] < 1.0)
+			first++;
+		nf = nlat - first;
+		for (size_t i = first; i < nlat; i++)
+			sum += lat[i];
+		printf("{\"mib\":%zu,\"rounds\":%d,\"pages_stored\":%ld,\"store_us_per_page\":%.2f,"
+		       "\"loads\":%zu,\"load_us_mean\":%.2f,\"load_us_p50\":%.2f,\"load_us_p90\":%.2f,"
+		       "\"load_us_p99\":%.2f,\"pool_bytes_per_stored_page\":%.0f,\"bad_pages\":%zu}\n",
+		       mib, rounds, stored, store_us / (double)stored, nf, nf ? sum / nf : 0,
+		       nf ? lat[first + nf / 2] : 0, nf ? lat[first + nf * 9 / 10] : 0,
+		       nf ? lat[first + nf * 99 / 100] : 0, pool_per_page, bad);
+	}
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * memtest - a process that checks its own memory while zswapd evicts it.
+ *
+ * Run under the shim (LD_PRELOAD=libzswap.so) by tests/integration/run.sh.
+ * Each scenario fills anonymous memory with a realistic mix of pages (zero,
+ * one repeated word, text, small structs, random bytes), asks zswapd to
+ * evict it (ZS_RECLAIM for its own pid, the same request zswapctl sends),
+ * does the thing the scenario is about, and verifies every byte.  It exits
+ * 0 only if every check held; any mismatch prints where and exits 1.
+ *
+ *   memtest basic MIB RECLAIM_MIB MIN_DROP_MIB   RSS drop and byte check
+ *   memtest threads                              writers vs reclaim loop
+ *   memtest fork                                 parent/child share, then diverge
+ *   memtest discard                              DONTNEED, FREE, munmap, mremap
+ *   memtest exec                                 exec of a shimmed image
+ *   memtest kernel                               kernel reads/writes of evicted pages
+ *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
+ *   memtest plain MIB                            fill and verify, no zswapd needed
+ *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zswap_proto.h"
+
+#define PAGE 4096u
+#define MIB (1024u * 1024u)
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "memtest[%d] FAIL %s:%d: ", (int)getpid(), __FILE__,  \
+				__LINE__);                                                 \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fputc('\n', stderr);                                               \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+/* ---- page contents: a function of (seed, page index), so any copy can be checked ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static const char *const words[] = { "the ",	"memory ", "of ",    "a ",     "process ",
+				     "that ",	"went ",   "cold ",  "comes ", "back ",
+				     "when ",	"touched ", "page ", "swap ",  "zswap " };
+
+static void fill_page(uint8_t *p, uint64_t seed, uint64_t idx)
+{
+	uint64_t h = mix64(seed * 1000003u + idx);
+
+	switch (h % 8) {
+	case 0: /* zero */
+		memset(p, 0, PAGE);
+		break;
+	case 1: { /* one repeated word */
+		uint64_t w = mix64(h);
+
+		for (unsigned i = 0; i < PAGE / 8; i++)
+			memcpy(p + i * 8, &w, 8);
+		break;
+	}
+	case 2:
+	case 3:
+	case 4: { /* text */
+		unsigned off = 0;
+
+		for (unsigned i = 0; off < PAGE; i++) {
+			const char *wd = words[mix64(h + i) % (sizeof(words) / sizeof(words[0]))];
+			size_t l = strlen(wd);
+
+			if (l > PAGE - off)
+				l = PAGE - off;
+			memcpy(p + off, wd, l);
+			off += (unsigned)l;
+		}
+		break;
+	}
+	case 5:
+	case 6: { /* small structs with counters */
+		struct {
+			uint32_t id, flags;
+			uint64_t counter;
+			char name[16];
+		} s;
+
+		for (unsigned i = 0; i < PAGE / sizeof(s); i++) {
+			memset(&s, 0, sizeof(s));
+			s.id = (uint32_t)(idx * 128 + i);
+			s.flags = (uint32_t)(h & 0xff);
+			s.counter = h + i;
+			snprintf(s.name, sizeof(s.name), "obj%u", i);
+			memcpy(p + i * sizeof(s), &s, sizeof(s));
+		}
+		break;
+	}
+	default: /* incompressible */
+		for (unsigned i = 0; i < PAGE / 8; i++) {
+			uint64_t v = mix64(h + i + 1);
+
+			memcpy(p + i * 8, &v, 8);
+		}
+		break;
+	}
+	/* Make every page unique where it is not meant to be uniform. */
+	if (h % 8 >= 2)
+		memcpy(p + PAGE - 8, &idx, 8);
+}
+
+static void fill(uint8_t *base, size_t npages, uint64_t seed)
+{
+	for (size_t i = 0; i < npages; i++)
+		fill_page(base + i * PAGE, seed, i);
+}
+
+/* Checks pages [first, first + n) of base. */
+static size_t verify_at(const uint8_t *base, size_t first, size_t n, uint64_t seed,
+			const char *what)
+{
+	static uint8_t want[PAGE];
+	size_t bad = 0, npages = first + n;
+
+	for (size_t i = first; i < npages; i++) {
+		fill_page(want, seed, i);
+		if (memcmp(base + i * PAGE, want, PAGE)) {
+			if (bad < 5)
+				fprintf(stderr, "memtest[%d] %s: page %zu differs\n", (int)getpid(), what, i);
+			bad++;
+		}
+	}
+	CHECK(bad == 0, "%s: %zu of %zu pages differ", what, bad, n);
+	return bad;
+}
+
+static size_t verify(const uint8_t *base, size_t npages, uint64_t seed, const char *what)
+{
+	return verify_at(base, 0, npages, seed, what);
+}
+
+static bool is_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static uint8_t *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	return p;
+}
+
+/* ---- talking to zswapd (what zswapctl reclaim does) ---- */
+
+static int zs_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = getenv(ZSWAP_SOCKET_ENV);
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path && *path ? path : ZSWAP_DEFAULT_SOCKET);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "connect to zswapd at %s: %s\n", sa.sun_path, strerror(errno));
+		exit(2);
+	}
+	return fd;
+}
+
+/* Evicts up to bytes of this process; returns pages evicted, -1 on error. */
+static long reclaim_self(uint64_t bytes)
+{
+	struct {
+		struct zs_hdr h;
+		struct zs_reclaim r;
+	} req = { .h = { ZS_MAGIC, ZS_VERSION, ZS_RECLAIM, sizeof(struct zs_reclaim), 7 },
+		  .r = { .pid = (uint32_t)getpid(), .bytes = bytes } };
+	union {
+		struct zs_hdr h;
+		uint8_t raw[ZS_MSG_MAX];
+	} rep;
+	int fd = zs_connect();
+	ssize_t n;
+	long pages = -1;
+
+	if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) {
+		perror("send");
+		goto out;
+	}
+	do
+		n = recv(fd, &rep, sizeof(rep), 0);
+	while (n < 0 && errno == EINTR);
+	if (n >= (ssize_t)(sizeof(rep.h) + sizeof(struct zs_reclaim_reply)) &&
+	    rep.h.type == ZS_RECLAIM_REPLY) {
+		struct zs_reclaim_reply r;
+
+		memcpy(&r, rep.raw + sizeof(rep.h), sizeof(r));
+		pages = (long)r.evicted_pages;
+	} else if (n > (ssize_t)sizeof(rep.h) + 4 && rep.h.type == ZS_ERROR) {
+		fprintf(stderr, "memtest: reclaim refused: %s\n", (char *)rep.raw + sizeof(rep.h) + 4);
+	}
+out:
+	close(fd);
+	return pages;
+}
+
+static long rss_anon_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* ---- scenarios ---- */
+
+static int t_basic(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	size_t rec = argc > 3 ? strtoul(argv[3], NULL, 10) : mib;
+	long min_drop = argc > 4 ? strtol(argv[4], NULL, 10) : 0;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(mib * MIB);
+	long before, after, pages;
+
+	fill(m, npages, 1);
+	before = rss_anon_kb();
+	pages = reclaim_self((uint64_t)rec * MIB);
+	after = rss_anon_kb();
+	printf("basic: %zu MiB, reclaim %zu MiB: evicted %ld pages, RssAnon %ld -> %ld kB (-%ld MiB)\n",
+	       mib, rec, pages, before, after, (before - after) / 1024);
+	CHECK(pages > 0, "nothing was evicted");
+	CHECK((before - after) / 1024 >= min_drop, "RssAnon dropped %ld MiB, wanted >= %ld",
+	      (before - after) / 1024, min_drop);
+	verify(m, npages, 1, "after reclaim");
+	/* Twice: pages loaded back can be evicted again. */
+	pages = reclaim_self((uint64_t)rec * MIB);
+	CHECK(pages > 0, "second reclaim evicted nothing");
+	verify(m, npages, 1, "after second reclaim");
+	return failures ? 1 : 0;
+}
+
+/* Writers own disjoint slots: thread t writes word t of each page it picks. */
+#define NWRITERS 4
+static uint8_t *tw_mem;
+static uint64_t *tw_shadow; /* [page][writer]: the last value written */
+static size_t tw_npages;
+static atomic_bool tw_stop;
+
+static void *tw_writer(void *arg)
+{
+	unsigned t = (unsigned)(uintptr_t)arg;
+	uint64_t x = t + 1, v = 0;
+
+	while (!atomic_load(&tw_stop)) {
+		size_t p;
+
+		x = mix64(x);
+		p = x % tw_npages;
+		v++;
+		memcpy(tw_mem + p * PAGE + t * 64, &v, 8);
+		tw_shadow[p * NWRITERS + t] = v;
+	}
+	return NULL;
+}
+
+static int t_threads(int argc, char **argv)
+{
+	pthread_t th[NWRITERS];
+	size_t bad = 0;
+	long total = 0;
+
+	(void)argc;
+	(void)argv;
+	tw_npages = 64 * MIB / PAGE;
+	tw_mem = map_anon(tw_npages * PAGE);
+	tw_shadow = calloc(tw_npages * NWRITERS, sizeof(uint64_t));
+	fill(tw_mem, tw_npages, 3);
+	for (unsigned t = 0; t < NWRITERS; t++)
+		pthread_create(&th[t], NULL, tw_writer, (void *)(uintptr_t)t);
+	for (int i = 0; i < 40; i++) {
+		long n = reclaim_self(16 * MIB);
+
+		CHECK(n >= 0, "reclaim %d failed", i);
+		total += n > 0 ? n : 0;
+	}
+	atomic_store(&tw_stop, true);
+	for (unsigned t = 0; t < NWRITERS; t++)
+		pthread_join(th[t], NULL);
+	for (size_t p = 0; p < tw_npages; p++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, 3, p);
+		for (unsigned t = 0; t < NWRITERS; t++) {
+			uint64_t v = tw_shadow[p * NWRITERS + t];
+
+			if (v)
+				memcpy(want + t * 64, &v, 8);
+		}
+		if (memcmp(tw_mem + p * PAGE, want, PAGE)) {
+			if (bad < 5)
+				fprintf(stderr, "threads: page %zu lost a write\n", p);
+			bad++;
+		}
+	}
+	printf("threads: %d writers, %ld pages evicted over 40 reclaims, %zu pages wrong\n", NWRITERS,
+	       total, bad);
+	CHECK(total > 0, "nothing was evicted");
+	CHECK(bad == 0, "%zu pages lost writes", bad);
+	return failures ? 1 : 0;
+}
+
+static int t_fork(int argc, char **argv)
+{
+	size_t npages = 32 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	int status;
+	pid_t pid;
+
+	(void)argc;
+	(void)argv;
+	fill(m, npages, 5);
+	CHECK(reclaim_self(32 * MIB) > 0, "nothing evicted before fork");
+	pid = fork();
+	if (pid == 0) {
+		failures = 0;
+		verify(m, npages, 5, "child, inherited");
+		/* Diverge: the child rewrites the first half with another seed. */
+		fill(m, npages / 2, 6);
+		CHECK(reclaim_self(32 * MIB) > 0, "child evicted nothing");
+		verify(m, npages / 2, 6, "child, own half after its reclaim");
+		verify_at(m, npages / 2, npages - npages / 2, 5, "child, inherited half");
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "child failed (status %#x)", status);
+	verify(m, npages, 5, "parent, after the child wrote");
+	CHECK(reclaim_self(32 * MIB) > 0, "parent evicted nothing after fork");
+	verify(m, npages, 5, "parent, evicted again");
+	/* A child forked while nothing is resident, then a grandchild. */
+	CHECK(reclaim_self(32 * MIB) > 0, "nothing evicted before second fork");
+	pid = fork();
+	if (pid == 0) {
+		pid_t g = fork();
+
+		failures = 0;
+		if (g == 0) {
+			verify(m, npages, 5, "grandchild");
+			_exit(failures ? 1 : 0);
+		}
+		CHECK(waitpid(g, &status, 0) == g && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "grandchild failed");
+		verify(m, npages, 5, "second child");
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "second child failed");
+	verify(m, npages, 5, "parent, end");
+	printf("fork: parent, children and grandchild all read their own data\n");
+	return failures ? 1 : 0;
+}
+
+static int t_discard(int argc, char **argv)
+{
+	size_t npages = 16 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE), *again;
+	size_t q = npages / 4;
+
+	(void)argc;
+	(void)argv;
+	/* DONTNEED on evicted pages: zeros after, the rest intact. */
+	fill(m, npages, 7);
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
+	CHECK(madvise(m, q * PAGE, MADV_DONTNEED) == 0, "madvise");
+	CHECK(is_zero(m, q * PAGE), "DONTNEED'd evicted pages are not zero");
+	verify_at(m, q, npages - q, 7, "beside the DONTNEED");
+
+	/* MADV_FREE then a write: the write must stick, untouched ones read data or zero. */
+	fill(m, npages, 8);
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
+	CHECK(madvise(m, q * PAGE, MADV_FREE) == 0, "madvise free");
+	for (size_t i = 0; i < q; i++) {
+		uint8_t want[PAGE];
+
+		m[i * PAGE] = 0x5a;
+		fill_page(want, 8, i);
+		want[0] = 0x5a;
+		/* After MADV_FREE the kernel may have dropped the page (zeros) or not. */
+		CHECK(m[i * PAGE] == 0x5a, "write after MADV_FREE lost");
+		if (memcmp(m + i * PAGE + 1, want + 1, PAGE - 1) && !is_zero(m + i * PAGE + 1, PAGE - 1))
+			CHECK(0, "page %zu after MADV_FREE is neither its data nor zeros", i);
+	}
+	verify_at(m, q, npages - q, 8, "beside the MADV_FREE");
+
+	/* munmap + mmap at the same address: fresh zeros, not the old entries. */
+	fill(m, npages, 9);
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
+	CHECK(munmap(m + q * PAGE, q * PAGE) == 0, "munmap");
+	again = mmap(m + q * PAGE, q * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(again == m + q * PAGE, "mmap fixed");
+	CHECK(is_zero(again, q * PAGE), "remapped range is not zero");
+	verify(m, q, 9, "before the munmap hole");
+	verify_at(m, 2 * q, npages - 2 * q, 9, "after the hole");
+	return failures ? 1 : 0;
+}
+
+static int t_mremap(int argc, char **argv)
+{
+	size_t npages = 16 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE), *moved, *hole;
+
+	(void)argc;
+	(void)argv;
+	fill(m, npages, 10);
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
+	/* Move the whole mapping elsewhere: the evicted pages follow. */
+	hole = map_anon(npages * PAGE * 2);
+	munmap(hole, npages * PAGE * 2);
+	moved = mremap(m, npages * PAGE, npages * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+	CHECK(moved == hole, "mremap: %s", strerror(errno));
+	verify(moved, npages, 10, "after mremap");
+	/* Grow in place or move, after another eviction. */
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted after mremap");
+	m = mremap(moved, npages * PAGE, 2 * npages * PAGE, MREMAP_MAYMOVE);
+	CHECK(m != MAP_FAILED, "mremap grow");
+	verify(m, npages, 10, "after growing mremap");
+	CHECK(is_zero(m + npages * PAGE, npages * PAGE), "grown part is not zero");
+	return failures ? 1 : 0;
+}
+
+static int t_kernel(int argc, char **argv)
+{
+	size_t npages = 8 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	uint8_t *buf = malloc(npages * PAGE);
+	int p[2], fd;
+	char path[] = "/tmp/memtest.XXXXXX";
+
+	(void)argc;
+	(void)argv;
+	fill(m, npages, 11);
+	CHECK(reclaim_self(8 * MIB) > 0, "nothing evicted");
+	/* The kernel reads evicted pages: write(2) from them into a file. */
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	unlink(path);
+	CHECK(write(fd, m, npages * PAGE) == (ssize_t)(npages * PAGE), "write from evicted pages: %s",
+	      strerror(errno));
+	CHECK(pread(fd, buf, npages * PAGE, 0) == (ssize_t)(npages * PAGE), "pread");
+	verify(buf, npages, 11, "file written from evicted pages");
+	/* The kernel writes into evicted pages: read(2) over them. */
+	CHECK(reclaim_self(8 * MIB) > 0, "nothing evicted");
+	fill(buf, npages, 12);
+	CHECK(pwrite(fd, buf, npages * PAGE, 0) == (ssize_t)(npages * PAGE), "pwrite");
+	CHECK(pread(fd, m, npages * PAGE, 0) == (ssize_t)(npages * PAGE), "read into evicted pages: %s",
+	      strerror(errno));
+	verify(m, npages, 12, "read(2) into evicted pages");
+	/* And a pipe, one page at a time. */
+	CHECK(reclaim_self(8 * MIB) > 0, "nothing evicted");
+	CHECK(pipe(p) == 0, "pipe");
+	for (size_t i = 0; i < 16; i++) {
+		uint8_t one[PAGE];
+
+		CHECK(write(p[1], m + i * PAGE, PAGE) == PAGE, "write to pipe");
+		CHECK(read(p[0], one, PAGE) == PAGE, "read from pipe");
+		CHECK(memcmp(one, m + i * PAGE, PAGE) == 0, "pipe copy of page %zu differs", i);
+	}
+	verify(m, npages, 12, "after the pipe");
+	close(fd);
+	return failures ? 1 : 0;
+}
+
+static int t_exec(int argc, char **argv)
+{
+	size_t npages = 8 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+
+	(void)argc;
+	fill(m, npages, 13);
+	CHECK(reclaim_self(8 * MIB) > 0, "nothing evicted before exec");
+	verify(m, npages / 2, 13, "before exec");
+	CHECK(reclaim_self(8 * MIB) > 0, "nothing evicted before exec");
+	/* Evicted pages at exec time; the new image registers afresh. */
+	execl("/proc/self/exe", argv[0], "basic", "8", "8", "0", (char *)NULL);
+	perror("exec");
+	return 1;
+}
+
+static volatile sig_atomic_t got_usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1 = 1;
+}
+
+static void wait_usr1(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	while (!got_usr1)
+		sigsuspend(&none);
+}
+
+/* Evicts, says so, waits for the test to stop (or kill) zswapd, then verifies. */
+static int t_wait_signal(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	sigset_t usr1;
+
+	signal(SIGUSR1, on_usr1);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	fill(m, npages, 14);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	/* A hole in a registered chunk: after the daemon is gone, touching it
+	 * must not hang. */
+	madvise(m, PAGE, MADV_DONTNEED);
+	printf("evicted %ld kB resident\n", rss_anon_kb());
+	fflush(stdout);
+	wait_usr1();
+	CHECK(is_zero(m, PAGE), "discarded page not zero");
+	fill_page(m, 14, 0);
+	verify(m, npages, 14, strcmp(argv[1], "wait-signal") ? "touch" : "after zswapd stopped");
+	memset(map_anon(4 * MIB), 1, 4 * MIB); /* fresh memory still works */
+	return failures ? 1 : 0;
+}
+
+static int t_plain(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+
+	fill(m, npages, 15);
+	verify(m, npages, 15, "plain");
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} tests[] = {
+		{ "basic", t_basic },	  { "threads", t_threads },
+		{ "fork", t_fork },	  { "discard", t_discard },
+		{ "mremap", t_mremap },	  { "kernel", t_kernel },
+		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
+		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: memtest SCENARIO [ARGS]\n");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (strcmp(argv[1], tests[i].name) == 0)
+			return tests[i].fn(argc, argv);
+	fprintf(stderr, "memtest: unknown scenario %s\n", argv[1]);
+	return 2;
+}
