@@ -2,9 +2,10 @@
 /*
  * zswapctl - talk to zswapd over its control socket.
  *
- *   zswapctl stats [--json]          counters (zswap's names where one exists)
+ *   zswapctl stats [--json|--prometheus]  counters (zswap's names where one exists)
  *   zswapctl list [--json]           the processes served
  *   zswapctl reclaim PID SIZE        evict up to SIZE of PID's memory now
+ *   zswapctl limit PID SIZE|none     keep PID's resident anonymous memory under SIZE
  *   zswapctl run -- CMD [ARGS...]    start CMD opted in (LD_PRELOAD=libzswap.so)
  *
  * Exit codes: 0 done, 1 failed (the reason on stderr), 2 usage error.
@@ -31,9 +32,10 @@ static int usage(FILE *f, int code)
 {
 	fprintf(f,
 		"Usage: zswapctl COMMAND [ARGS]\n\n"
-		"  stats [--json]          show zswapd's counters\n"
+		"  stats [--json|--prometheus]  show zswapd's counters\n"
 		"  list [--json]           show the processes zswapd serves\n"
 		"  reclaim PID SIZE        evict up to SIZE (K, M, G suffixes) of PID's memory now\n"
+		"  limit PID SIZE|none     keep PID's resident anonymous memory at or under SIZE\n"
 		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
 		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
 	return code;
@@ -116,29 +118,60 @@ out:
 	return r;
 }
 
+/* Levels are gauges; everything else only grows. */
+static bool stat_is_gauge(const char *name)
+{
+	static const char *const gauges[] = { "stored_pages",	   "pool_total_size",
+					      "compressed_bytes",  "same_filled_pages",
+					      "pool_limit_bytes",  "targets",
+					      "metadata_bytes" };
+
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+		if (strcmp(name, gauges[i]) == 0)
+			return true;
+	return false;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
-	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	enum { TEXT, JSON, PROM } fmt = TEXT;
 	const struct zs_hdr *h;
 	const struct zs_stat *st;
 	size_t n;
 
-	if (argc > 2 || (argc == 2 && !json))
+	if (argc == 2 && strcmp(argv[1], "--json") == 0)
+		fmt = JSON;
+	else if (argc == 2 && strcmp(argv[1], "--prometheus") == 0)
+		fmt = PROM;
+	else if (argc != 1)
 		return usage(stderr, EXIT_USAGE);
 	if (ctl_call(ZS_STATS, NULL, 0, ZS_STATS_REPLY, &h) < 0)
 		return 1;
 	st = proto_payload(h);
 	n = h->len / sizeof(*st);
-	if (json)
+	if (fmt == JSON)
 		putchar('{');
 	for (size_t i = 0; i < n; i++) {
-		if (json)
-			printf("%s\"%s\":%llu", i ? "," : "", st[i].name,
-			       (unsigned long long)st[i].value);
-		else
-			printf("%-24s %llu\n", st[i].name, (unsigned long long)st[i].value);
+		unsigned long long v = (unsigned long long)st[i].value;
+
+		switch (fmt) {
+		case JSON:
+			printf("%s\"%s\":%llu", i ? "," : "", st[i].name, v);
+			break;
+		case PROM: {
+			/* node-exporter textfile format: counters end in _total */
+			bool gauge = stat_is_gauge(st[i].name);
+
+			printf("# TYPE zswapd_%s%s %s\nzswapd_%s%s %llu\n", st[i].name,
+			       gauge ? "" : "_total", gauge ? "gauge" : "counter", st[i].name,
+			       gauge ? "" : "_total", v);
+			break;
+		}
+		default:
+			printf("%-24s %llu\n", st[i].name, v);
+		}
 	}
-	if (json)
+	if (fmt == JSON)
 		puts("}");
 	return 0;
 }
@@ -161,26 +194,29 @@ static int cmd_list(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			printf("%s{\"pid\":%u,\"comm\":\"%s\",\"resident_pages\":%llu,"
 			       "\"evicted_pages\":%llu,\"compressed_bytes\":%llu,\"stores\":%llu,"
-			       "\"loads\":%llu,\"invalidates\":%llu}",
+			       "\"loads\":%llu,\"invalidates\":%llu,\"limit_bytes\":%llu}",
 			       i ? "," : "", ti[i].pid, ti[i].comm,
 			       (unsigned long long)ti[i].resident_pages,
 			       (unsigned long long)ti[i].evicted_pages,
 			       (unsigned long long)ti[i].compressed_bytes,
 			       (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads,
-			       (unsigned long long)ti[i].invalidates);
+			       (unsigned long long)ti[i].invalidates,
+			       (unsigned long long)ti[i].limit_bytes);
 		puts("]");
 		return 0;
 	}
-	printf("%8s %-16s %10s %10s %12s %10s %10s\n", "PID", "COMMAND", "RESIDENT", "EVICTED",
-	       "COMPRESSED", "STORES", "LOADS");
+	printf("%8s %-16s %10s %10s %12s %10s %10s %10s\n", "PID", "COMMAND", "RESIDENT", "EVICTED",
+	       "COMPRESSED", "LIMIT", "STORES", "LOADS");
 	for (size_t i = 0; i < n; i++) {
-		char res[16], ev[16], comp[16];
+		char res[16], ev[16], comp[16], lim[16] = "-";
 
 		size_format(ti[i].resident_pages * 4096, res, sizeof(res));
 		size_format(ti[i].evicted_pages * 4096, ev, sizeof(ev));
 		size_format(ti[i].compressed_bytes, comp, sizeof(comp));
-		printf("%8u %-16s %10s %10s %12s %10llu %10llu\n", ti[i].pid, ti[i].comm, res, ev,
-		       comp, (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads);
+		if (ti[i].limit_bytes)
+			size_format(ti[i].limit_bytes, lim, sizeof(lim));
+		printf("%8u %-16s %10s %10s %12s %10s %10llu %10llu\n", ti[i].pid, ti[i].comm, res, ev,
+		       comp, lim, (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads);
 	}
 	return 0;
 }
@@ -225,6 +261,36 @@ static int cmd_reclaim(int argc, char **argv)
 	       "%llu pages refused, %llu scanned\n",
 	       req.pid, got, want, (unsigned long long)rep->evicted_pages, comp,
 	       (unsigned long long)rep->rejected_pages, (unsigned long long)rep->scanned_pages);
+	return 0;
+}
+
+static int cmd_limit(int argc, char **argv)
+{
+	struct zs_limit req = { 0 };
+	const struct zs_limit_reply *rep;
+	const struct zs_hdr *h;
+	char lim[16], res[16];
+
+	if (argc != 3)
+		return usage(stderr, EXIT_USAGE);
+	if (parse_pid(argv[1], &req.pid) < 0) {
+		fprintf(stderr, "zswapctl: '%s' is not a process id\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[2], "none") != 0 && (size_parse(argv[2], &req.bytes) < 0 || req.bytes == 0)) {
+		fprintf(stderr, "zswapctl: '%s' is not a size (e.g. 64M, 1G) or 'none'\n", argv[2]);
+		return EXIT_USAGE;
+	}
+	if (ctl_call(ZS_LIMIT, &req, sizeof(req), ZS_LIMIT_REPLY, &h) < 0)
+		return 1;
+	rep = proto_payload(h);
+	size_format(rep->resident_bytes, res, sizeof(res));
+	if (rep->limit_bytes) {
+		size_format(rep->limit_bytes, lim, sizeof(lim));
+		printf("pid %u: resident anonymous memory limited to %s (now %s)\n", req.pid, lim, res);
+	} else {
+		printf("pid %u: no limit (resident %s)\n", req.pid, res);
+	}
 	return 0;
 }
 
@@ -296,6 +362,7 @@ int main(int argc, char **argv)
 		{ "stats", cmd_stats },
 		{ "list", cmd_list },
 		{ "reclaim", cmd_reclaim },
+		{ "limit", cmd_limit },
 		{ "run", cmd_run },
 	};
 

@@ -106,6 +106,7 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		ti->stores = t->stores;
 		ti->loads = t->loads;
 		ti->invalidates = t->invalidates;
+		ti->limit_bytes = t->limit_bytes;
 		n++;
 	}
 	r = proto_send(c->w.fd, ZS_LIST_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);
@@ -144,6 +145,37 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 	return 0;
 }
 
+static int ctl_limit(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_limit *req = proto_payload(h);
+	struct target *t = target_by_pid(c->d, (pid_t)req->pid);
+	struct zs_limit_reply rep = { 0 };
+	uint64_t kb = 0;
+	char msg[160];
+
+	if (!t) {
+		snprintf(msg, sizeof(msg), "pid %u is not served by zswapd (start it under the shim)",
+			 req->pid);
+		return proto_send_error(c->w.fd, h->seq, -ESRCH, msg);
+	}
+	if (!ctl_may_see(c, t)) {
+		c->d->st.denied++;
+		log_warning("uid %u may not limit pid %u, refusing", (unsigned)c->cred.uid, req->pid);
+		return proto_send_error(c->w.fd, h->seq, -EPERM,
+					"only root or the process's owner may limit it");
+	}
+	if (req->bytes && req->bytes < 1024 * 1024)
+		return proto_send_error(c->w.fd, h->seq, -EINVAL, "a limit below 1M makes no sense");
+	t->limit_bytes = req->bytes;
+	proc_status_kb(t->pid, "RssAnon", &kb);
+	rep.limit_bytes = t->limit_bytes;
+	rep.resident_bytes = kb * 1024;
+	log_info("pid %d: limit %llu bytes (resident %llu)", (int)t->pid,
+		 (unsigned long long)t->limit_bytes, (unsigned long long)rep.resident_bytes);
+	c->d->last_limit_usec = 0; /* act on it at the end of this turn */
+	return proto_send(c->w.fd, ZS_LIMIT_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
+}
+
 int ctl_handle(struct conn *c, const struct zs_hdr *h)
 {
 	switch (h->type) {
@@ -153,6 +185,8 @@ int ctl_handle(struct conn *c, const struct zs_hdr *h)
 		return ctl_list(c, h);
 	case ZS_RECLAIM:
 		return ctl_reclaim(c, h);
+	case ZS_LIMIT:
+		return ctl_limit(c, h);
 	default:
 		return -EBADMSG;
 	}

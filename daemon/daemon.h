@@ -126,7 +126,8 @@ struct batch {
 
 /* A `zswapctl reclaim` being served on one target. */
 struct reclaim {
-	struct conn *conn; /* NULL if the requester went away */
+	struct conn *conn; /* NULL if the requester went away, or internal */
+	bool internal;	   /* started by the limit, not by a zswapctl: nobody to answer */
 	uint32_t seq;
 	uint64_t want_pages;
 	uint64_t scan_start; /* where the clock hand was when it began */
@@ -161,6 +162,8 @@ struct target {
 	struct batch *batch;
 	struct reclaim *reclaim;
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
+	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
+	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
 	bool dead;	      /* mm gone: free at the end of this loop turn */
@@ -194,6 +197,7 @@ struct daemon {
 	uint64_t watchdog_usec; /* 0 = no watchdog */
 	uint64_t last_housekeeping_usec;
 	uint64_t spin_mark; /* faults served when the loop last polled */
+	uint64_t last_limit_usec;
 	int exit_code;
 };
 
@@ -262,6 +266,7 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
+void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 void reclaim_cancel(struct target *t, int err);
 

@@ -146,6 +146,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 done:
 	switch (r) {
 	case 0:
+		t->faults_since_check++;
 		return 0;
 	case -EAGAIN:
 		return -EAGAIN;

@@ -18,6 +18,7 @@
 #define LOOP_MAX_EVENTS 64
 #define LOOP_RETRY_MS 1	    /* an mm change (fork, mremap) completes in microseconds */
 #define LOOP_TICK_MS 1000   /* housekeeping period */
+#define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
 
 int loop_add(struct daemon *d, struct watch *w, uint32_t events)
 {
@@ -34,10 +35,26 @@ void loop_del(struct daemon *d, struct watch *w)
 		epoll_ctl(d->epfd, EPOLL_CTL_DEL, w->fd, NULL);
 }
 
+static bool loop_any_limit(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (t->limit_bytes && !t->dead)
+			return true;
+	return false;
+}
+
 static void loop_housekeeping(struct daemon *d)
 {
 	uint64_t now = now_usec();
 	struct target *t;
+
+	if (!d->stopping) {
+		bool tick = now - d->last_limit_usec >= LOOP_LIMIT_MS * 1000u;
+
+		if (tick)
+			d->last_limit_usec = now;
+		reclaim_enforce_limits(d, tick);
+	}
 
 	if (now - d->last_housekeeping_usec < LOOP_TICK_MS * 1000u)
 		return;
@@ -85,7 +102,9 @@ int loop_run(struct daemon *d)
 	int n, timeout;
 
 	for (;;) {
-		timeout = fault_retry_pending(d) ? LOOP_RETRY_MS : LOOP_TICK_MS;
+		timeout = fault_retry_pending(d) ? LOOP_RETRY_MS
+			  : loop_any_limit(d)	  ? LOOP_LIMIT_MS
+						  : LOOP_TICK_MS;
 		if (d->stopping)
 			timeout = LOOP_RETRY_MS * 10;
 		n = loop_wait(d, evs, timeout);

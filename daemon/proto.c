@@ -51,7 +51,9 @@ _Static_assert(offsetof(struct zs_evict_done, result) == 16, "zs_evict_done");
 _Static_assert(sizeof(struct zs_reclaim) == 16, "zs_reclaim");
 _Static_assert(sizeof(struct zs_reclaim_reply) == 32, "zs_reclaim_reply");
 _Static_assert(sizeof(struct zs_stat) == 48, "zs_stat");
-_Static_assert(sizeof(struct zs_target_info) == 72, "zs_target_info");
+_Static_assert(sizeof(struct zs_target_info) == 80, "zs_target_info");
+_Static_assert(sizeof(struct zs_limit) == 16, "zs_limit");
+_Static_assert(sizeof(struct zs_limit_reply) == 16, "zs_limit_reply");
 _Static_assert(offsetof(struct zs_error, msg) == 4, "zs_error");
 
 static bool proto_page_aligned(uint64_t v)
@@ -160,6 +162,16 @@ static int proto_check_reclaim(const unsigned char *p, uint32_t len)
 	return rc.pid > 0 && rc.bytes > 0 ? 0 : -EBADMSG;
 }
 
+static int proto_check_limit(const unsigned char *p, uint32_t len)
+{
+	struct zs_limit l;
+
+	if (len != sizeof(l))
+		return -EBADMSG;
+	memcpy(&l, p, sizeof(l));
+	return l.pid > 0 ? 0 : -EBADMSG;
+}
+
 /*
  * An array of len / size records, each with a char field at name_off of
  * name_len bytes that must hold a NUL.
@@ -207,6 +219,10 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 		return proto_check_evict(p, len);
 	case ZS_RECLAIM:
 		return proto_check_reclaim(p, len);
+	case ZS_LIMIT:
+		return proto_check_limit(p, len);
+	case ZS_LIMIT_REPLY:
+		return proto_check_size(len, sizeof(struct zs_limit_reply));
 	case ZS_STATS_REPLY:
 		return proto_check_records(p, len, sizeof(struct zs_stat),
 					   offsetof(struct zs_stat, name), ZS_STAT_NAME);

@@ -4,6 +4,13 @@
  * cgroup memory.reclaim, one eviction batch after another, and answer once
  * with what was done.  It stops early when one sweep of the address space
  * found nothing more to take; the reply says how much it scanned.
+ *
+ * `zswapctl limit PID SIZE` is the same machinery run by the daemon itself,
+ * like cgroup memory.high: a process whose RssAnon is over its limit gets an
+ * internal reclaim of the excess.  RssAnon is read ten times a second, and
+ * also as soon as the process has faulted in half the slack since the last
+ * look: a process refaulting at 20 us a page would otherwise outgrow its
+ * limit by 20 MiB between two ticks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +24,7 @@ static void reclaim_finish(struct target *t, int err)
 	struct reclaim *rc = t->reclaim;
 
 	t->reclaim = NULL;
-	if (rc->conn && !rc->conn->dead) {
+	if (!rc->internal && rc->conn && !rc->conn->dead) {
 		if (err < 0)
 			proto_send_error(rc->conn->w.fd, rc->seq, err,
 					 err == -ESRCH ? "the process exited" : "reclaim failed");
@@ -25,7 +32,7 @@ static void reclaim_finish(struct target *t, int err)
 			proto_send(rc->conn->w.fd, ZS_RECLAIM_REPLY, rc->seq, &rc->reply,
 				   sizeof(rc->reply), NULL, 0);
 	}
-	if (err >= 0)
+	if (err >= 0 && !rc->internal)
 		log_info("pid %d: reclaimed %llu pages into %llu bytes (%llu refused, %llu scanned)",
 			 (int)t->pid, (unsigned long long)rc->reply.evicted_pages,
 			 (unsigned long long)rc->reply.compressed_bytes,
@@ -43,7 +50,7 @@ void reclaim_progress(struct target *t)
 	if (!rc)
 		return;
 	if (rc->reply.evicted_pages >= rc->want_pages || rc->wrapped || t->d->stopping ||
-	    !rc->conn || rc->conn->dead) {
+	    (!rc->internal && (!rc->conn || rc->conn->dead))) {
 		reclaim_finish(t, 0);
 		return;
 	}
@@ -66,6 +73,7 @@ int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes
 	if (!rc)
 		return -ENOMEM;
 	rc->conn = c;
+	rc->internal = c == NULL;
 	rc->seq = seq;
 	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
 	rc->scan_start = t->scan_cursor;
@@ -79,4 +87,34 @@ void reclaim_cancel(struct target *t, int err)
 {
 	if (t->reclaim)
 		reclaim_finish(t, err);
+}
+
+/*
+ * Over the limit by this much before acting, and then evicting that much
+ * more: a process at its limit would otherwise get a one-page reclaim on
+ * every tick.  1/64 of the limit keeps it within 2% of it.
+ */
+static uint64_t reclaim_slack(uint64_t limit)
+{
+	return limit / 64 > 256 * 1024 ? limit / 64 : 256 * 1024;
+}
+
+void reclaim_enforce_limits(struct daemon *d, bool tick)
+{
+	for (struct target *t = d->targets; t; t = t->next) {
+		uint64_t kb, rss, slack;
+
+		if (!t->limit_bytes || t->dead || t->reclaim || t->batch || !t->agent_tid)
+			continue;
+		slack = reclaim_slack(t->limit_bytes);
+		if (!tick && t->faults_since_check * ZS_PAGE_SIZE < slack / 2)
+			continue;
+		t->faults_since_check = 0;
+		if (proc_status_kb(t->pid, "RssAnon", &kb) < 0)
+			continue;
+		rss = kb * 1024;
+		if (rss <= t->limit_bytes + slack / 4)
+			continue;
+		reclaim_start(t, NULL, 0, rss - t->limit_bytes + slack);
+	}
 }

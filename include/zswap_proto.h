@@ -49,6 +49,7 @@
  *   ZS_STATS   -> ZS_STATS_REPLY  {struct zs_stat[]}
  *   ZS_LIST    -> ZS_LIST_REPLY   {struct zs_target_info[]}
  *   ZS_RECLAIM {pid, bytes} -> ZS_RECLAIM_REPLY {struct zs_reclaim_reply}
+ *   ZS_LIMIT {pid, bytes; 0 = none} -> ZS_LIMIT_REPLY {struct zs_limit_reply}
  *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
  */
 #ifndef ZSWAP_PROTO_H
@@ -78,10 +79,12 @@ enum zs_type {
 	ZS_STATS = 32,
 	ZS_LIST = 33,
 	ZS_RECLAIM = 34,
+	ZS_LIMIT = 35,
 	/* daemon -> zswapctl */
 	ZS_STATS_REPLY = 48,
 	ZS_LIST_REPLY = 49,
 	ZS_RECLAIM_REPLY = 50,
+	ZS_LIMIT_REPLY = 51,
 	ZS_ERROR = 63,
 };
 
@@ -155,6 +158,18 @@ struct zs_reclaim_reply {
 	uint64_t scanned_pages;
 };
 
+/* Keep the process's resident anonymous memory at or under bytes (0: no limit). */
+struct zs_limit {
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t bytes;
+};
+
+struct zs_limit_reply {
+	uint64_t limit_bytes;	 /* now in force, 0 = none */
+	uint64_t resident_bytes; /* RssAnon when the request arrived */
+};
+
 #define ZS_STAT_NAME 40
 
 struct zs_stat {
@@ -174,6 +189,7 @@ struct zs_target_info {
 	uint64_t stores;
 	uint64_t loads;
 	uint64_t invalidates;
+	uint64_t limit_bytes; /* 0 = none */
 };
 
 struct zs_error {

@@ -18,6 +18,8 @@
  *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
  *   memtest plain MIB                            fill and verify, no zswapd needed
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
+ *   memtest hold MIB                             fill, print "ready", read and write random
+ *                                                pages until SIGUSR1, then verify (for limits)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -566,6 +568,55 @@ static int t_wait_signal(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/* Reads and writes pages at random while zswapd enforces a limit on us. */
+static int t_hold(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	size_t npages = mib * MIB / PAGE, bad = 0;
+	uint8_t *m = map_anon(npages * PAGE);
+	uint64_t *shadow = calloc(npages, sizeof(*shadow)), x = 1, v = 0, touches = 0;
+	sigset_t usr1;
+
+	signal(SIGUSR1, on_usr1);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	fill(m, npages, 16);
+	printf("ready\n");
+	fflush(stdout);
+	while (!got_usr1) {
+		size_t p;
+
+		x = mix64(x);
+		/* Mostly the first quarter (hot), sometimes anywhere. */
+		p = x % 8 ? (x >> 8) % (npages / 4) : (x >> 8) % npages;
+		if (x & 0x10000) {
+			v++;
+			memcpy(m + p * PAGE + 8, &v, 8);
+			shadow[p] = v;
+		} else {
+			(void)*(volatile uint8_t *)(m + p * PAGE + 100);
+		}
+		if (++touches % 4096 == 0)
+			usleep(1000); /* a working set, not a CPU hog */
+	}
+	for (size_t p = 0; p < npages; p++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, 16, p);
+		if (shadow[p])
+			memcpy(want + 8, &shadow[p], 8);
+		if (memcmp(m + p * PAGE, want, PAGE)) {
+			if (bad < 5)
+				fprintf(stderr, "hold: page %zu differs\n", p);
+			bad++;
+		}
+	}
+	printf("hold: %llu touches, %llu writes, %zu pages wrong\n", (unsigned long long)touches,
+	       (unsigned long long)v, bad);
+	CHECK(bad == 0, "%zu pages differ", bad);
+	return failures ? 1 : 0;
+}
+
 static int t_plain(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
@@ -588,6 +639,7 @@ int main(int argc, char **argv)
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
+		{ "hold", t_hold },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -93,14 +93,18 @@ static const struct msg_case valid[] = {
 	{ "list", ZS_LIST, NULL, 0 },
 	{ "reclaim", ZS_RECLAIM, &(const struct zs_reclaim){ 4321, 0, 1 << 20 },
 	  sizeof(struct zs_reclaim) },
+	{ "limit", ZS_LIMIT, &(const struct zs_limit){ 4321, 0, 1 << 20 }, sizeof(struct zs_limit) },
+	{ "limit none", ZS_LIMIT, &(const struct zs_limit){ 4321, 0, 0 }, sizeof(struct zs_limit) },
+	{ "limit reply", ZS_LIMIT_REPLY, &(const struct zs_limit_reply){ 1 << 20, 5 << 20 },
+	  sizeof(struct zs_limit_reply) },
 	{ "stats reply empty", ZS_STATS_REPLY, NULL, 0 },
 	{ "stats reply", ZS_STATS_REPLY,
 	  (const struct zs_stat[]){ { "stored_pages", 42 },
 				    { "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 7 } },
 	  2 * sizeof(struct zs_stat) },
 	{ "list reply", ZS_LIST_REPLY,
-	  (const struct zs_target_info[]){ { 1, 0, "redis-server", 100, 50, 9000, 60, 10, 1 },
-					   { 2, 1, "xxxxxxxxxxxxxxx", 1, 2, 3, 4, 5, 6 } },
+	  (const struct zs_target_info[]){ { 1, 0, "redis-server", 100, 50, 9000, 60, 10, 1, 0 },
+					   { 2, 1, "xxxxxxxxxxxxxxx", 1, 2, 3, 4, 5, 6, 7 } },
 	  2 * sizeof(struct zs_target_info) },
 	{ "reclaim reply", ZS_RECLAIM_REPLY, &(const struct zs_reclaim_reply){ 256, 400000, 3, 300 },
 	  sizeof(struct zs_reclaim_reply) },
@@ -112,6 +116,7 @@ static const uint16_t all_types[] = {
 	ZS_HELLO,	ZS_UFFD,	ZS_AGENT,	  ZS_EVICT_DONE,    ZS_DEVFD,
 	ZS_READY,	ZS_EVICT,	ZS_BYE,		  ZS_STATS,	    ZS_LIST,
 	ZS_RECLAIM,	ZS_STATS_REPLY, ZS_LIST_REPLY, ZS_RECLAIM_REPLY, ZS_ERROR,
+	ZS_LIMIT,	ZS_LIMIT_REPLY,
 };
 
 /* Writes header and payload into buf; returns the datagram length. */
@@ -708,6 +713,11 @@ static const struct bad_case bad[] = {
 	  (const struct zs_target_info[]){ { .pid = 1 },
 					   { .pid = 2, .comm = { X16 } } },
 	  144, .want = -EBADMSG },
+	/* LIMIT */
+	{ "limit pid 0", ZS_LIMIT, &(const struct zs_limit){ 0, 0, 4096 }, 16, .want = -EBADMSG },
+	{ "limit short", ZS_LIMIT, &(const struct zs_limit){ 1, 0, 4096 }, 8, .want = -EBADMSG },
+	{ "limit reply short", ZS_LIMIT_REPLY, &(const struct zs_limit_reply){ 1, 2 }, 8,
+	  .want = -EBADMSG },
 	/* RECLAIM_REPLY */
 	{ "reclaim reply short", ZS_RECLAIM_REPLY, &(const struct zs_reclaim_reply){ 1, 2, 3, 4 },
 	  24, .want = -EBADMSG },
