@@ -22,6 +22,28 @@
 
 static void conn_ready(struct daemon *d, struct watch *w, uint32_t events);
 
+/*
+ * Out of descriptors: the pending connection stays in the backlog and the
+ * listening socket stays readable, so the loop would spin.  Drop the oldest
+ * connection that has said nothing yet (a silent client cannot hold the
+ * daemon hostage) and log it once per burst.
+ */
+static void conn_shed(struct daemon *d)
+{
+	struct conn *victim = NULL;
+
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (!c->dead && c->kind == CONN_NEW)
+			victim = c; /* the list is newest first: the last is the oldest */
+	if (victim) {
+		log_warning("out of file descriptors: dropping an idle connection of pid %d",
+			    (int)victim->cred.pid);
+		conn_close(victim, "shed");
+	} else {
+		log_error("out of file descriptors and no idle connection to drop");
+	}
+}
+
 void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
 {
 	socklen_t len;
@@ -32,7 +54,9 @@ void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
 	for (;;) {
 		fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
+			if (errno == EMFILE || errno == ENFILE)
+				conn_shed(d);
+			else if (errno != EAGAIN && errno != EINTR)
 				log_warning_errno(-errno, "accept failed: %m, ignoring");
 			return;
 		}
@@ -188,6 +212,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	case ZS_STATS:
 	case ZS_LIST:
 	case ZS_RECLAIM:
+	case ZS_LIMIT:
 		if (c->kind == CONN_SHIM)
 			return -EBADMSG;
 		c->kind = CONN_CTL;

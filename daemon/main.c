@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -262,10 +263,27 @@ static int setup_signals(struct daemon *d)
 	return loop_add(d, &d->signal_w, EPOLLIN);
 }
 
+/*
+ * Every served process holds a connection and gives us a uffd and a pidfd:
+ * three descriptors each.  The default soft limit of 1024 would stop us at
+ * about 340 processes, so take the hard limit.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning_errno(-errno, "Cannot raise RLIMIT_NOFILE: %m, ignoring");
+	}
+}
+
 static int daemon_setup(struct daemon *d)
 {
 	int r;
 
+	raise_nofile();
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0)
 		return log_error_errno(-errno, "Failed to create epoll: %m");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -89,7 +90,9 @@ int main(int argc, char **argv)
 		uint8_t body[64];
 	} m;
 	static uint8_t big[70000];
-	int silent, many[300];
+	int silent, *many;
+	struct rlimit rl;
+	enum { NMANY = 3000 };
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: badclient SOCKET\n");
@@ -129,12 +132,20 @@ int main(int argc, char **argv)
 	expect_dropped("70000-byte datagram", big, sizeof(big), 0);
 	expect_alive("oversized datagram");
 
-	for (int i = 0; i < 300; i++)
+	/* Thousands of connections that never speak: more than a default
+	 * RLIMIT_NOFILE of 1024 on either side. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	many = calloc(NMANY, sizeof(*many));
+	for (int i = 0; i < NMANY; i++)
 		many[i] = conn();
-	expect_alive("300 idle connections");
-	for (int i = 0; i < 300; i++)
+	expect_alive("3000 idle connections");
+	for (int i = 0; i < NMANY; i++)
 		close(many[i]);
-	expect_alive("300 connections closed");
+	expect_alive("3000 connections closed");
+	free(many);
 	close(silent);
 	printf("badclient: %s\n", failures ? "FAILED" : "zswapd survived every bad client");
 	return failures ? 1 : 0;

@@ -322,6 +322,56 @@ t_make_install() {
 	[ "$("$TMP/root/usr/bin/zswapctl" run -- sh -c 'echo $LD_PRELOAD')" = "$TMP/root/usr/lib/libzswap.so" ]
 }
 
+t_sd_notify() {
+	command -v python3 >/dev/null || skip "python3 not installed"
+	# A stand-in for systemd's notification socket: READY=1 once set up,
+	# STATUS= with live figures, WATCHDOG=1 from the loop, STOPPING=1 on TERM.
+	python3 - "$TMP/notify.sock" >"$TMP/notify.log" <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(15)
+try:
+    while True:
+        print(s.recv(4096).decode(), flush=True)
+except socket.timeout:
+    pass
+EOF
+	local lpid=$! zpid rc=0
+	for _ in $(seq 100); do [ -S "$TMP/notify.sock" ] && break; sleep 0.05; done
+	NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=2000000 "$B/zswapd" -s "$TMP/notify-d.sock" \
+		-c "$TMP/zswapd.conf" 2>"$TMP/notify-d.log" &
+	zpid=$!
+	for _ in $(seq 100); do grep -q "READY=1" "$TMP/notify.log" && break; sleep 0.05; done
+	grep -q "READY=1" "$TMP/notify.log"
+	sleep 2.5
+	grep -q "WATCHDOG=1" "$TMP/notify.log"
+	grep -q "STATUS=.*targets" "$TMP/notify.log"
+	kill -TERM $zpid
+	wait $zpid || rc=$?
+	[ $rc -eq 0 ]
+	sleep 0.2
+	grep -q "STOPPING=1" "$TMP/notify.log"
+	kill $lpid 2>/dev/null || true
+	sort -u "$TMP/notify.log" | head -n 5
+}
+
+t_socket_activation() {
+	command -v systemd-socket-activate >/dev/null || skip "systemd-socket-activate not installed"
+	# As zswapd.socket does it: the listening socket is passed in (LISTEN_FDS).
+	systemd-socket-activate --seqpacket -l "$TMP/act.sock" \
+		"$B/zswapd" -f -c "$TMP/zswapd.conf" 2>"$TMP/act.log" &
+	local apid=$! rc=0
+	for _ in $(seq 100); do [ -S "$TMP/act.sock" ] && break; sleep 0.05; done
+	ZSWAP_SOCKET=$TMP/act.sock "$CTL" stats | grep -q stored_pages
+	grep -q "the socket systemd passed" "$TMP/act.log"
+	ZSWAP_SOCKET=$TMP/act.sock LD_PRELOAD=$SHIM "$MEMTEST" basic 8 8 0
+	kill -TERM $apid
+	wait $apid || rc=$?
+	[ $rc -eq 0 ]
+	[ -S "$TMP/act.sock" ] # the socket is the activator's: zswapd must not unlink it
+}
+
 t_bad_clients() {
 	# Garbage, truncated and out-of-order messages, a HELLO for someone
 	# else's pid, a silent client: each is dropped, the daemon serves on.
@@ -396,6 +446,8 @@ run capabilities t_capabilities
 run sighup t_sighup
 run pool_limit t_pool_limit
 run systemd_units t_systemd_units
+run sd_notify t_sd_notify
+run socket_activation t_socket_activation
 run make_install t_make_install
 run drain_on_stop t_drain_on_stop
 run daemon_killed t_daemon_killed
