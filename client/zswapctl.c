@@ -124,7 +124,7 @@ static bool stat_is_gauge(const char *name)
 	static const char *const gauges[] = { "stored_pages",	   "pool_total_size",
 					      "compressed_bytes",  "same_filled_pages",
 					      "pool_limit_bytes",  "targets",
-					      "metadata_bytes" };
+					      "metadata_bytes",	   "swap_used_bytes" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(name, gauges[i]) == 0)

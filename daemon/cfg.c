@@ -66,6 +66,16 @@ static int cfg_parse_path(const struct cfg_key *k, const char *value, void *fiel
 	return 0;
 }
 
+/* An absolute path, or "none" for the empty string (a feature left off). */
+static int cfg_parse_path_or_none(const struct cfg_key *k, const char *value, void *field)
+{
+	if (strcmp(value, "none") == 0) {
+		memset(field, 0, CFG_PATH_MAX);
+		return 0;
+	}
+	return cfg_parse_path(k, value, field);
+}
+
 static int cfg_parse_comp(const struct cfg_key *k, const char *value, void *field)
 {
 	enum comp_alg alg;
@@ -180,6 +190,10 @@ static const struct cfg_key cfg_keys[] = {
 	{ "log_level", cfg_parse_log_level, CFG_FIELD(log_level), "info", 0, 0,
 	  "error, warning, info or debug" },
 	{ "mlock", cfg_parse_bool, CFG_FIELD(mlock), "yes", 0, 0, "yes or no" },
+	/* The writeback tier is off until an operator names a file and a size. */
+	{ "swap_file", cfg_parse_path_or_none, CFG_FIELD(swap_file), "none", 0, 0,
+	  "an absolute path shorter than 108 bytes, or none" },
+	{ "swap_file_size", cfg_parse_size, CFG_FIELD(swap_file_size), "0", 0, 0, NULL },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

@@ -29,6 +29,8 @@ struct cfg {
 	unsigned fault_spin_usec;	   /* 0..10000: poll this long for the next fault before sleeping */
 	int log_level;			   /* LOG_LVL_* */
 	bool mlock;			   /* lock the daemon's memory (pool included) */
+	char swap_file[CFG_PATH_MAX];	   /* writeback tier; "" = none */
+	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
 };
 
 void cfg_defaults(struct cfg *c);

@@ -44,6 +44,15 @@ struct uffdio_move {
 #define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
 #endif
 
+#ifndef UFFDIO_POISON
+struct uffdio_poison {
+	struct uffdio_range range;
+	__u64 mode;
+	__s64 updated;
+};
+#define UFFDIO_POISON _IOWR(UFFDIO, 0x08, struct uffdio_poison)
+#endif
+
 #ifndef PAGEMAP_SCAN
 struct page_region {
 	__u64 start;

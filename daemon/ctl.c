@@ -19,7 +19,7 @@
 #include "pool.h"
 #include "proto.h"
 
-#define CTL_MAX_STATS 40
+#define CTL_MAX_STATS 48
 
 static void ctl_put(struct zs_stat *out, size_t *n, size_t max, const char *name, uint64_t v)
 {
@@ -47,6 +47,14 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "same_filled_pages", d->st.same_filled_pages);
 	ctl_put(out, &n, max, "pool_limit_bytes", d->pool_limit);
 	ctl_put(out, &n, max, "pool_limit_hit", d->st.pool_limit_hit);
+	ctl_put(out, &n, max, "written_back_pages", d->st.written_back_pages);
+	ctl_put(out, &n, max, "swap_used_bytes", wb_used_bytes(d));
+	ctl_put(out, &n, max, "swap_writes", d->st.swap_writes);
+	ctl_put(out, &n, max, "swap_write_bytes", d->st.swap_write_bytes);
+	ctl_put(out, &n, max, "swap_reads", d->st.swap_reads);
+	ctl_put(out, &n, max, "swap_read_bytes", d->st.swap_read_bytes);
+	ctl_put(out, &n, max, "writeback_errors", d->st.writeback_errors);
+	ctl_put(out, &n, max, "swap_read_errors", d->st.swap_read_errors);
 	ctl_put(out, &n, max, "reject_compress_poor", d->st.reject_compress_poor);
 	ctl_put(out, &n, max, "reject_alloc_fail", d->st.reject_alloc_fail);
 	ctl_put(out, &n, max, "stores", d->st.stores);

@@ -58,6 +58,11 @@ struct stats {
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
 	uint64_t proto_errors;	     /* cumulative: malformed messages, connections dropped */
 	uint64_t denied;	     /* cumulative: requests refused by access control */
+	uint64_t written_back_pages; /* cumulative: entries moved to the swap file */
+	uint64_t swap_writes, swap_write_bytes; /* cumulative */
+	uint64_t swap_reads, swap_read_bytes;	/* cumulative */
+	uint64_t writeback_errors;   /* cumulative: writes that failed or found the file full */
+	uint64_t swap_read_errors;   /* cumulative: pages lost to a failed read (poisoned) */
 };
 
 enum entry_kind {
@@ -65,11 +70,20 @@ enum entry_kind {
 	ENTRY_COMP = 2, /* val is a pool handle, len bytes */
 };
 
+enum entry_where {
+	ENTRY_IN_POOL = 0, /* val is a pool handle (or the word of a SAME entry) */
+	ENTRY_WRITING,	   /* being written back: still in the pool, disk is set */
+	ENTRY_ON_DISK,	   /* in the swap file at byte offset disk; val unused */
+};
+
 struct entry {
 	uint32_t refs;
 	uint16_t len;
 	uint8_t kind;
+	uint8_t where;
 	uint64_t val;
+	uint64_t disk;
+	struct entry *lru_prev, *lru_next; /* the writeback LRU, while IN_POOL */
 };
 
 enum conn_kind {
@@ -164,6 +178,7 @@ struct target {
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
 	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
+	struct wb_io *reads;	/* swap file reads under way for our faults */
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
 	bool dead;	      /* mm gone: free at the end of this loop turn */
@@ -181,6 +196,8 @@ struct daemon {
 	int devuffd_fd; /* /dev/userfaultfd, handed to every shim */
 	struct comp *comp;
 	struct pool *pool;
+	struct wb *wb;	/* the writeback tier, NULL if none */
+	struct entry *lru_head, *lru_tail; /* pool entries, oldest stored first */
 	uint64_t pool_limit;	/* bytes */
 	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
 	uint8_t *page_buf;	/* one page of scratch for loads */
@@ -244,7 +261,22 @@ uint64_t target_evicted_pages(const struct target *t);
 void target_invalidate(struct target *t, uint64_t start, uint64_t end);
 int target_insert(struct target *t, uint64_t addr, struct entry *e);
 
+/* wb.c */
+struct wb_io;
+int wb_open(struct daemon *d);
+void wb_close(struct daemon *d);
+void wb_run(struct daemon *d);
+int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e);
+int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
+void wb_forget_target(struct target *t);
+void wb_entry_freed(struct daemon *d, struct entry *e);
+void wb_lru_add(struct daemon *d, struct entry *e, bool oldest);
+void wb_lru_del(struct daemon *d, struct entry *e);
+uint64_t wb_used_bytes(const struct daemon *d);
+bool wb_busy(const struct daemon *d);
+
 /* fault.c */
+int fault_copy_page(struct target *t, uint64_t addr, const void *page);
 void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
 int fault_serve(struct target *t, const struct uffd_msg *msg);
 void fault_retry_all(struct daemon *d);

@@ -57,7 +57,24 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
 	int r;
 
-	(void)val;
+	struct entry *e = val;
+
+	if (e->where == ENTRY_ON_DISK) {
+		/* Stopping: a blocking read is fine, and simpler than waiting. */
+		r = wb_load_sync(t->d, e, t->d->page_buf);
+		if (r == 0)
+			r = fault_copy_page(t, pgno << ZS_PAGE_SHIFT, t->d->page_buf);
+		if (r == -EAGAIN)
+			return r;
+		if (r < 0 && r != -EEXIST && r != -ENOENT)
+			log_error_errno(r, "pid %d: cannot return page %#llx from the swap file: %m",
+					(int)t->pid, (unsigned long long)(pgno << ZS_PAGE_SHIFT));
+		else
+			t->d->st.loads++;
+		idx_erase(t->idx, pgno);
+		entry_put(t->d, e);
+		return 0;
+	}
 	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
 	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
 	r = fault_serve(t, &msg);
@@ -128,6 +145,9 @@ bool drain_step(struct daemon *d)
 			done = false;
 			left += idx_count(t->idx);
 		}
+	/* Writes in flight hold entries: let them land before we go. */
+	if (wb_busy(d))
+		done = false;
 	if (done) {
 		log_info("stopped: every page is back (%llu loads)", (unsigned long long)d->st.loads);
 		return true;

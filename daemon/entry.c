@@ -85,6 +85,7 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 	e->len = (uint16_t)len;
 	e->val = handle;
 	d->st.compressed_bytes += (uint64_t)len;
+	wb_lru_add(d, e, false);
 stored:
 	d->st.stored_pages++;
 	d->st.stores++;
@@ -102,6 +103,8 @@ int entry_load(struct daemon *d, const struct entry *e, void *page)
 		comp_fill(page, e->val);
 		return 0;
 	}
+	if (e->where == ENTRY_ON_DISK)
+		return -EAGAIN; /* the caller reads it back: wb_read() */
 	return comp_decompress(d->comp, pool_map(d->pool, e->val), e->len, page);
 }
 
@@ -115,8 +118,13 @@ void entry_put(struct daemon *d, struct entry *e)
 	if (--e->refs > 0)
 		return;
 	if (e->kind == ENTRY_COMP) {
-		pool_release(d->pool, e->val);
-		d->st.compressed_bytes -= e->len;
+		if (e->where == ENTRY_IN_POOL)
+			wb_lru_del(d, e);
+		if (e->where != ENTRY_ON_DISK) {
+			pool_release(d->pool, e->val);
+			d->st.compressed_bytes -= e->len;
+		}
+		wb_entry_freed(d, e);
 	} else {
 		d->st.same_filled_pages--;
 	}

@@ -52,7 +52,7 @@ int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
-static int fault_copy(struct target *t, uint64_t addr, const void *page)
+int fault_copy_page(struct target *t, uint64_t addr, const void *page)
 {
 	struct uffdio_copy copy = {
 		.dst = addr,
@@ -112,7 +112,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 	if (!e) {
 		if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) {
 			memset(d->page_buf, 0, ZS_PAGE_SIZE);
-			r = fault_copy(t, addr, d->page_buf);
+			r = fault_copy_page(t, addr, d->page_buf);
 		} else {
 			r = fault_zeropage(t, addr);
 		}
@@ -121,6 +121,11 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		goto done;
 	}
 
+	if (e->where == ENTRY_ON_DISK) {
+		/* Answered when the block arrives (wb_read_done). */
+		r = wb_read(t, msg, e);
+		return r < 0 ? -EAGAIN : 0;
+	}
 	if (entry_is_zero(e) && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE)) {
 		r = fault_zeropage(t, addr);
 	} else {
@@ -133,7 +138,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 			d->st.uffd_errors++;
 			return 0;
 		}
-		r = fault_copy(t, addr, d->page_buf);
+		r = fault_copy_page(t, addr, d->page_buf);
 	}
 	if (r == 0 || r == -EEXIST) {
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */

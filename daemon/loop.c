@@ -119,6 +119,7 @@ int loop_run(struct daemon *d)
 			w->fn(d, w, evs[i].events);
 		}
 		fault_retry_all(d);
+		wb_run(d);
 		target_reap(d);
 		conn_reap(d);
 		loop_housekeeping(d);

@@ -309,6 +309,9 @@ static int daemon_setup(struct daemon *d)
 	r = setup_listen(d);
 	if (r < 0)
 		return r;
+	r = wb_open(d);
+	if (r < 0)
+		return r;
 	/* Hazard 6: the pool must not itself be swapped out under the clients,
 	 * and the daemon must never fault on its own memory while serving. */
 	if (d->cfg.mlock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
@@ -361,6 +364,7 @@ static void daemon_teardown(struct daemon *d)
 	for (struct conn *c = d->conns; c; c = c->next)
 		conn_close(c, "zswapd exiting");
 	conn_reap(d);
+	wb_close(d);
 	pool_free(d->pool);
 	comp_free(d->comp);
 	free(d->page_buf);

@@ -326,6 +326,7 @@ static void target_free(struct target *t)
 	struct daemon *d = t->d;
 
 	evict_abort(t);
+	wb_forget_target(t);
 	loop_del(d, &t->uffd_w);
 	close(t->uffd_w.fd);
 	if (t->pidfd_w.fd >= 0) {

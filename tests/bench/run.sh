@@ -4,63 +4,441 @@
 # Benchmarks: rerunnable, written to tests/bench/results/, never pass/fail
 # on timings (a run that corrupts data fails loudly, though).
 #
-#   tests/bench/run.sh [--quick]     (make bench / make bench-quick)
+#   tests/bench/run.sh [--quick] [--micro-only|--compare-only]
+#                                    (make bench / make bench-quick)
 #
-# micro: per-page store and load cost of zswapd for lzo, lz4 and zstd
-#        (tests/bench/micro.c), printed next to the kernel zswap figures
-#        measured on this machine kind (ANCHORS.md: 7.6 us store, 7.9 us
-#        mean / 15.7 us p99 swap-in).
+# micro:   per-page store and load cost of zswapd for lzo, lz4 and zstd
+#          (tests/bench/micro.c), printed next to the kernel zswap figures
+#          measured on this machine kind (ANCHORS.md: 7.6 us store, 7.9 us
+#          mean / 15.7 us p99 swap-in).  -> results/micro.{json,md}
+#
+# compare: one workload (tests/bench/workload.c: S MiB of the same page mix,
+#          20% of pages taking 80% of accesses, half of them writes, every
+#          page verified at the end) at budgets of 50% and 25% of S, served by
+#            ram     everything in RAM, no limit;
+#            swap    kernel swap to a swap file, process in a cgroup v1 memory
+#                    cgroup with memory.limit_in_bytes = budget, zswap off;
+#            zswap   the same with kernel zswap on (lzo, like the article);
+#            zswapd  zswapd (lzo; lz4 and zstd too in the full run), process
+#                    in no cgroup, `zswapctl limit` = budget - pool allowance.
+#          full: S = 1024 MiB, 10 s warm-up + 30 s measured; --quick: 256 MiB,
+#          3 s + 8 s.  -> results/compare.{json,md,png}
+#
+# Needs root.  For the kernel cases it switches on a swap file, zswap and a
+# memory cgroup; the EXIT trap puts the machine back as it found it (swap
+# file off and removed, zswap parameters restored, cgroup removed, debugfs
+# unmounted if we mounted it) on every exit path, and a run killed with
+# SIGKILL is cleaned up by the next one (preflight_cleanup).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=$ROOT/${BUILD:-build}
 OUT=$ROOT/tests/bench/results
-QUICK=0
-[ "${1:-}" = "--quick" ] && QUICK=1
+QUICK=0 DO_MICRO=1 DO_COMPARE=1
+for arg in "$@"; do
+	case $arg in
+	--quick) QUICK=1 ;;
+	--micro-only) DO_COMPARE=0 ;;
+	--compare-only) DO_MICRO=0 ;;
+	*) echo "usage: $0 [--quick] [--micro-only|--compare-only]" >&2; exit 2 ;;
+	esac
+done
 mkdir -p "$OUT"
 
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (zswapd uses /dev/userfaultfd)"; exit 1; }
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
+
+# Everything this script changes on the machine, so cleanup() can undo it.
+SWAPFILE=/var/tmp/zswapd-bench.swap     # fixed name: a later run can find a stale one
+CGROOT=/sys/fs/cgroup/memory
+CGPREFIX=zswapd-bench.
+ZSWAP=/sys/module/zswap/parameters
+DEBUGFS=/sys/kernel/debug
+ZSWAP_SAVED=                            # "enabled compressor max_pool_percent" once changed
+DEBUGFS_MOUNTED=0
+CG=                                     # the memory cgroup of the current case
+DPID='' WPID='' LPID=''                 # zswapd, workload, fallback limiter loop
 
 TMP=$(mktemp -d /tmp/zswapd-bench.XXXXXX)
 export ZSWAP_SOCKET=$TMP/zswapd.sock
-DPID=
-cleanup() { [ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
 
-start_daemon() {
-	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" 2>"$TMP/daemon.log" &
+swap_off() {
+	if grep -q "^$SWAPFILE " /proc/swaps; then swapoff "$SWAPFILE"; fi
+}
+
+zswap_restore() {
+	[ -n "$ZSWAP_SAVED" ] || return 0
+	set -- $ZSWAP_SAVED
+	echo N >"$ZSWAP/enabled"                # off first: then the knobs, then the old state
+	echo "$2" >"$ZSWAP/compressor"
+	echo "$3" >"$ZSWAP/max_pool_percent"
+	echo "$1" >"$ZSWAP/enabled"
+	ZSWAP_SAVED=
+}
+
+cgroup_remove() {
+	[ -n "$CG" ] || return 0
+	# The tasks are gone (killed and reaped) before we get here; a v1 memory
+	# cgroup with no tasks can be removed, its charges move to the parent.
+	for _ in 1 2 3 4 5; do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
+	[ -d "$CG" ] && echo "bench: WARNING: could not remove $CG" >&2
+	CG=
+}
+
+cleanup() {
+	set +e
+	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null
+	[ -n "$LPID" ] && kill "$LPID" 2>/dev/null
+	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null
+	wait 2>/dev/null
+	swap_off
+	rm -f "$SWAPFILE"
+	zswap_restore
+	cgroup_remove
+	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP    # through the EXIT trap
+
+start_daemon() {  # COMPRESSOR [CONFIG]
+	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${2:+-c "$2"} 2>"$TMP/daemon.log" &
 	DPID=$!
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && return 0; sleep 0.05; done
 	cat "$TMP/daemon.log"; return 1
 }
-stop_daemon() { kill -TERM "$DPID"; wait "$DPID"; DPID=; }
+stop_daemon() {
+	kill -TERM "$DPID" 2>/dev/null || true
+	wait "$DPID" || echo "bench: zswapd exited with $?" >&2
+	DPID=
+}
 
-MIB=256 ROUNDS=3
-[ $QUICK -eq 1 ] && MIB=64 ROUNDS=2
 host="$(nproc) vCPU $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1), $(uname -r)"
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-json=$OUT/micro.json
-echo "[" >"$json"
-printf '\n| compressor | store µs/page | load µs mean | p50 | p90 | p99 | pool bytes/page |\n' >"$OUT/micro.md"
-printf '|---|---|---|---|---|---|---|\n' >>"$OUT/micro.md"
-first=1
-for c in lzo lz4 zstd; do
-	start_daemon "$c"
-	res=$(LD_PRELOAD=$B/libzswap.so "$B/micro" $MIB $ROUNDS)
-	stop_daemon
-	echo "$c: $res"
-	[ $first -eq 1 ] || echo "," >>"$json"
-	first=0
-	printf '{"compressor":"%s","host":"%s","date":"%s","result":%s}' "$c" "$host" "$stamp" "$res" >>"$json"
-	python3 - "$c" "$res" >>"$OUT/micro.md" <<'EOF'
+
+# ---------------------------------------------------------------- micro
+run_micro() {
+	local MIB=256 ROUNDS=3 json=$OUT/micro.json first=1 c res
+	[ $QUICK -eq 1 ] && MIB=64 ROUNDS=2
+	echo "[" >"$json"
+	printf '\n| compressor | store µs/page | load µs mean | p50 | p90 | p99 | pool bytes/page |\n' >"$OUT/micro.md"
+	printf '|---|---|---|---|---|---|---|\n' >>"$OUT/micro.md"
+	for c in lzo lz4 zstd; do
+		start_daemon "$c"
+		res=$(LD_PRELOAD=$B/libzswap.so "$B/micro" $MIB $ROUNDS)
+		stop_daemon
+		echo "$c: $res"
+		[ $first -eq 1 ] || echo "," >>"$json"
+		first=0
+		printf '{"compressor":"%s","host":"%s","date":"%s","result":%s}' "$c" "$host" "$stamp" "$res" >>"$json"
+		python3 - "$c" "$res" >>"$OUT/micro.md" <<'EOF'
 import json, sys
 c, r = sys.argv[1], json.loads(sys.argv[2])
 print(f"| zswapd {c} | {r['store_us_per_page']:.2f} | {r['load_us_mean']:.2f} | {r['load_us_p50']:.2f} | {r['load_us_p90']:.2f} | {r['load_us_p99']:.2f} | {r['pool_bytes_per_stored_page']:.0f} |")
 EOF
-done
-echo "]" >>"$json"
-printf '| kernel zswap lzo (ANCHORS.md) | 7.6 | 7.9 | | | 15.7 | ≈2500 |\n' >>"$OUT/micro.md"
-printf '\n%s, %s MiB x %s rounds, `make bench%s`\n' "$host" "$MIB" "$ROUNDS" \
-	"$([ $QUICK -eq 1 ] && echo -quick)" >>"$OUT/micro.md"
-cat "$OUT/micro.md"
+	done
+	echo "]" >>"$json"
+	printf '| kernel zswap lzo (ANCHORS.md) | 7.6 | 7.9 | | | 15.7 | ≈2500 |\n' >>"$OUT/micro.md"
+	printf '\n%s, %s MiB x %s rounds, `make bench%s`\n' "$host" "$MIB" "$ROUNDS" \
+		"$([ $QUICK -eq 1 ] && echo -quick)" >>"$OUT/micro.md"
+	cat "$OUT/micro.md"
+}
+
+# ---------------------------------------------------------------- compare
+
+# A run killed with SIGKILL left its swap file on, or its cgroup behind:
+# undo that first, so that this run measures a clean machine.
+preflight_cleanup() {
+	local d
+	swap_off
+	rm -f "$SWAPFILE"
+	for d in "$CGROOT/$CGPREFIX"*; do
+		[ -d "$d" ] || continue
+		if [ -n "$(cat "$d/tasks")" ]; then echo "bench: $d still has tasks, leaving it" >&2; continue; fi
+		rmdir "$d" && echo "bench: removed stale cgroup $d" >&2
+	done
+}
+
+# The kernel cases need the machine's swap to be ours alone: someone else's
+# swap device would take part of the load and make the figures meaningless.
+kernel_cases_possible() {
+	if [ "$(wc -l </proc/swaps)" -gt 1 ]; then
+		KERNEL_SKIP="swap already on (not ours): kernel cases skipped"
+	elif [ ! -w "$ZSWAP/enabled" ] || [ ! -f "$CGROOT/memory.limit_in_bytes" ]; then
+		KERNEL_SKIP="no zswap parameters or no cgroup v1 memory controller: kernel cases skipped"
+	else
+		KERNEL_SKIP=
+	fi
+	[ -z "$KERNEL_SKIP" ]
+}
+
+# zswap state on arrival is saved once, before the first change.
+zswap_set() {  # ENABLED(Y|N)
+	local pct need
+	if [ -z "$ZSWAP_SAVED" ]; then
+		ZSWAP_SAVED="$(cat "$ZSWAP/enabled") $(cat "$ZSWAP/compressor") $(cat "$ZSWAP/max_pool_percent")"
+	fi
+	echo N >"$ZSWAP/enabled"
+	echo lzo >"$ZSWAP/compressor"
+	# The pool must be able to hold all of the workload's data, even
+	# uncompressed, so that the pool limit never enters the comparison.
+	pct=$(set -- $ZSWAP_SAVED; echo "$3")
+	need=$(( (SIZE * 100 + MEMTOTAL_MIB - 1) / MEMTOTAL_MIB + 1 ))
+	[ "$need" -gt "$pct" ] && pct=$need
+	echo "$pct" >"$ZSWAP/max_pool_percent"
+	echo "$1" >"$ZSWAP/enabled"
+}
+
+kernel_setup() {  # MODE BUDGET_MIB
+	if [ ! -f "$SWAPFILE" ]; then
+		# fallocate, not a sparse file: swapon refuses files with holes.
+		fallocate -l $((2 * SIZE))M "$SWAPFILE"
+		chmod 600 "$SWAPFILE"
+		mkswap "$SWAPFILE" >/dev/null
+	fi
+	swapon "$SWAPFILE"
+	if [ "$1" = zswap ]; then zswap_set Y; else zswap_set N; fi
+	if [ "$1" = zswap ] && ! mountpoint -q "$DEBUGFS"; then
+		mount -t debugfs none "$DEBUGFS" && DEBUGFS_MOUNTED=1
+	fi
+	CG=$CGROOT/$CGPREFIX$$
+	mkdir "$CG"
+	echo $(($2 * 1024 * 1024)) >"$CG/memory.limit_in_bytes"
+}
+
+kernel_teardown() {
+	cgroup_remove
+	swap_off                   # the workload has exited: nothing left to read back
+	zswap_set N
+}
+
+alive() {  # PID: running, not a zombie
+	local st
+	st=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# wait_phase N SECONDS: until the workload has printed its Nth handshake
+# line ("..., waiting for SIGUSR1").  1: it died first; 2: timed out.
+wait_phase() {
+	local deadline=$((SECONDS + $2))
+	while [ "$(grep -c 'waiting for SIGUSR1' "$CASE/workload.err")" -lt "$1" ]; do
+		alive "$WPID" || return 1
+		[ $SECONDS -lt $deadline ] || return 2
+		sleep 0.05
+	done
+}
+
+# Everything the report needs, read while the workload waits at a handshake
+# (nothing moves then: the window's deltas are exact).  TAG: w (after
+# warm-up) or m (after the measured window).
+snapshot() {  # TAG
+	local s=$CASE/$1
+	cat /proc/vmstat >"$s.vmstat"
+	cat /proc/meminfo >"$s.meminfo"
+	cat "/proc/$WPID/status" >"$s.status" 2>/dev/null || true
+	if [ -n "$DPID" ]; then
+		cat "/proc/$DPID/stat" >"$s.dstat"
+		"$B/zswapctl" stats >"$s.zswapd" || true
+	fi
+	if [ -d "$DEBUGFS/zswap" ]; then
+		grep -r . "$DEBUGFS/zswap" >"$s.debugfs" 2>/dev/null || true
+	fi
+	if [ -n "$CG" ]; then
+		for f in usage_in_bytes max_usage_in_bytes memsw.usage_in_bytes; do
+			echo "$f $(cat "$CG/memory.$f")"
+		done >"$s.cgroup"
+		cat "$CG/memory.stat" >>"$s.cgroup"
+	fi
+}
+
+# Fallback while `zswapctl limit` does not exist: the same policy from out
+# here, evicting the excess over LIMIT every 100 ms with `zswapctl reclaim`.
+limiter_loop() {  # PID LIMIT_KB
+	local rss
+	while alive "$1"; do
+		rss=$(sed -n 's/^RssAnon:\s*\([0-9]*\).*/\1/p' "/proc/$1/status" 2>/dev/null) || break
+		if [ "${rss:-0}" -gt "$2" ]; then
+			"$B/zswapctl" reclaim "$1" "$((rss - $2))K" >/dev/null 2>&1 || true
+		fi
+		sleep 0.1
+	done
+}
+
+# The workload has allocated but not filled: make sure zswapd serves it,
+# then put the limit in place before its memory grows.
+zswapd_attach() {  # LIMIT_MIB
+	if ! "$B/zswapctl" list | awk -v p="$WPID" '$1 == p { f = 1 } END { exit !f }'; then
+		echo "bench: pid $WPID is not served by zswapd" >&2
+		return 1
+	fi
+	if [ "$HAVE_LIMIT" -eq 1 ]; then
+		"$B/zswapctl" limit "$WPID" "${1}M" >"$CASE/limit.txt"
+	else
+		limiter_loop "$WPID" $(($1 * 1024)) &
+		LPID=$!
+	fi
+}
+
+# How much of the budget to leave to zswapd's pool, so that resident + pool
+# stays within the budget: the pool holds the evicted part, S - L, at q bytes
+# of pool per byte stored, q measured by micro on the same page mix in this
+# run (pool bytes per stored page / 4096), so B = L + (S - L) q gives
+# L = (B - S q) / (1 - q).  Falls back on q = 0.25 with no micro figures.
+zswapd_limit_mib() {  # COMPRESSOR BUDGET_MIB
+	python3 - "$OUT/micro.json" "$1" "$SIZE" "$2" <<'EOF'
+import json, sys
+path, comp, s, b = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+q = 0.25
+try:
+    for r in json.load(open(path)):
+        if r["compressor"] == comp and r["result"]["pool_bytes_per_stored_page"] > 0:
+            q = r["result"]["pool_bytes_per_stored_page"] / 4096
+except (OSError, ValueError, KeyError):
+    pass
+print(max(4, int((b - s * q) / (1 - q))), f"{q:.4f}")
+EOF
+}
+
+# run_case NAME MODE BUDGET_MIB COMPRESSOR: one workload run, its raw
+# figures left in $CASE for report.py.
+run_case() {
+	local name=$1 mode=$2 budget=$3 comp=$4 rc=0 status=ok limit=0 q= oom=0 t0=$SECONDS
+	local -a wl=("$B/workload" --size "$SIZE" --seconds "$SECS" --warmup "$WARMUP"
+		--pattern hotcold --hot-pct 20 --hot-access-pct 80 --write-pct 50 --handshake --json)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/cases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] $name${budget:+, budget $budget MiB}" >&2
+
+	case $mode in
+	ram)
+		"${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" &
+		;;
+	swap | zswap)
+		kernel_setup "$mode" "$budget"
+		# Into the cgroup before exec, so that every page is charged there.
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${wl[@]}" \
+			>"$CASE/workload.json" 2>"$CASE/workload.err" &
+		;;
+	zswapd)
+		read -r limit q < <(zswapd_limit_mib "$comp" "$budget")
+		# A pool limit that holds all of the data: as for kernel zswap,
+		# the pool limit must not enter the comparison.
+		echo "max_pool_bytes = ${SIZE}M" >"$TMP/zswapd.conf"
+		start_daemon "$comp" "$TMP/zswapd.conf"
+		LD_PRELOAD=$B/libzswap.so "${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" &
+		;;
+	esac
+	WPID=$!
+
+	# Fill (slow under a small budget), warm-up, window, each with room.
+	if wait_phase 1 60 && { [ "$mode" != zswapd ] || zswapd_attach "$limit"; } &&
+		kill -USR1 "$WPID" && wait_phase 2 $((WARMUP + 300)) &&
+		snapshot w && kill -USR1 "$WPID" && wait_phase 3 $((SECS + 120)) &&
+		snapshot m && kill -USR1 "$WPID"; then
+		# verification reads every page back: at disk speed under swap
+		local deadline=$((SECONDS + 600))
+		while alive "$WPID" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+	fi
+	if alive "$WPID"; then
+		kill -KILL "$WPID"
+		status=timeout
+	fi
+	wait "$WPID" || rc=$?
+	WPID=
+	if [ -n "$LPID" ]; then kill "$LPID" 2>/dev/null || true; wait "$LPID" 2>/dev/null || true; LPID=; fi
+
+	if [ -n "$CG" ]; then
+		oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	fi
+	if [ "$status" = timeout ]; then
+		:
+	elif [ $rc -eq 0 ]; then
+		status=ok
+	elif [ $rc -eq 1 ]; then
+		status=CORRUPT
+	elif [ $rc -eq 137 ] && { [ "${oom:-0}" -gt 0 ] || [ "$mode" = swap ] || [ "$mode" = zswap ]; }; then
+		status=OOM-killed
+	else
+		status="failed (exit $rc)"
+	fi
+	if [ "$mode" = zswapd ]; then
+		[ -n "$DPID" ] && ! alive "$DPID" && status="$status; zswapd died"
+		[ -n "$DPID" ] && stop_daemon
+		cp "$TMP/daemon.log" "$CASE/daemon.log"
+	fi
+	case $mode in swap | zswap) kernel_teardown ;; esac
+
+	case $status in
+	ok | OOM-killed) ;;
+	*)
+		FAILED=1
+		echo "bench: !!!!! $name${budget:+ at $budget MiB}: $status !!!!!" >&2
+		tail -n 20 "$CASE/workload.err" >&2
+		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
+		;;
+	esac
+	cat >"$CASE/meta" <<EOF
+name=$name
+mode=$mode
+compressor=$comp
+budget_mib=$budget
+limit_mib=$limit
+pool_q=$q
+rc=$rc
+status=$status
+oom_kill=${oom:-0}
+wall_s=$((SECONDS - t0))
+EOF
+	echo "bench:   $status, $((SECONDS - t0)) s" >&2
+}
+
+run_compare() {
+	local b pct comps=lzo
+	SIZE=1024 SECS=30 WARMUP=10
+	[ $QUICK -eq 1 ] && SIZE=256 SECS=8 WARMUP=3
+	[ $QUICK -eq 1 ] || comps="lzo lz4 zstd"
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	HAVE_LIMIT=0
+	"$B/zswapctl" --help 2>&1 | grep -q '^ *limit ' && HAVE_LIMIT=1
+	FAILED=0 NCASE=0
+	local budgets="$((SIZE / 2)) $((SIZE / 4))" kernel=1
+	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
+	NCASES=$((1 + 2 * ($(echo $comps | wc -w) + 2 * kernel)))
+	[ $kernel -eq 1 ] && preflight_cleanup
+	local load
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+
+	run_case ram ram "" ""
+	for b in $budgets; do
+		if [ $kernel -eq 1 ]; then
+			run_case swap swap "$b" ""
+			run_case "zswap lzo" zswap "$b" lzo
+		fi
+		for c in $comps; do run_case "zswapd $c" zswapd "$b" "$c"; done
+	done
+	rm -f "$SWAPFILE"
+
+	local cmd="tests/bench/run.sh $*"
+	[ -n "${MAKELEVEL:-}" ] && cmd="make bench$([ $QUICK -eq 1 ] && echo -quick) ($cmd)"
+	if ! command -v gnuplot >/dev/null; then
+		# Only the plot needs it; .ci/deps does not install it (yet).
+		apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 ||
+			echo "bench: no gnuplot (apt-get install gnuplot-nox): no compare.png" >&2
+	fi
+	python3 "$ROOT/tests/bench/report.py" --cases "$TMP/cases" --out "$OUT" \
+		--host "$host, $((MEMTOTAL_MIB / 1024)) GiB, $(. /etc/os-release && echo "$PRETTY_NAME"), swap file on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE)" \
+		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
+		--warmup "$WARMUP" --limit-cmd "$([ $HAVE_LIMIT -eq 1 ] && echo limit || echo 'reclaim loop')" \
+		--kernel-skip "${KERNEL_SKIP:-}"
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+if [ $DO_MICRO -eq 1 ]; then run_micro; fi
+if [ $DO_COMPARE -eq 1 ]; then run_compare "$@"; fi   # returns 1 (set -e: exit 1) on a failed run
+exit 0

@@ -55,13 +55,14 @@ $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c daemon/proto.c $(FUZZ_HDRS)
 fuzz-build: $(FUZZ_DIR)/fuzz_proto $(FUZZ_DIR)/fuzz_cfg
 
 # Each fuzzer grows its own working copy, $(FUZZ_DIR)/corpus-NAME, seeded
-# from the committed corpus (cp -n: what earlier runs found is kept, so runs
-# build on each other); the committed corpus is only read.  libFuzzer exits
+# from the committed corpus; what earlier runs found stays there (libFuzzer
+# names its finds by hash, so re-copying the seeds clobbers none of them),
+# and runs build on each other.  The committed corpus is only read.  libFuzzer exits
 # non-zero on a crash, leak, timeout or UBSan report, which fails the loop.
 fuzz: fuzz-build
 	@set -e; for f in proto cfg; do \
 		mkdir -p $(FUZZ_DIR)/corpus-$$f $(FUZZ_DIR)/artifacts-$$f; \
-		cp -n tests/fuzz/corpus/$$f/* $(FUZZ_DIR)/corpus-$$f/; \
+		cp tests/fuzz/corpus/$$f/* $(FUZZ_DIR)/corpus-$$f/; \
 		case $$f in proto) opts='$(FUZZ_PROTO_OPTS)';; cfg) opts='$(FUZZ_CFG_OPTS)';; esac; \
 		echo "  FUZZ    $$f for $(FUZZ_SECONDS)s"; \
 		$(FUZZ_ENV) $(FUZZ_DIR)/fuzz_$$f $$opts -max_total_time=$(FUZZ_SECONDS) \

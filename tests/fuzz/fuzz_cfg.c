@@ -39,6 +39,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/*
+ * cfg_equal() and check_ranges() name every field.  A new key changes the
+ * size: add its range check and comparison below, then this number.
+ */
+_Static_assert(sizeof(struct cfg) == 272, "struct cfg changed: update fuzz_cfg.c");
+
 /* Field by field: struct assignment need not copy padding. */
 static int cfg_equal(const struct cfg *a, const struct cfg *b)
 {
@@ -49,7 +55,8 @@ static int cfg_equal(const struct cfg *a, const struct cfg *b)
 	       a->max_compressed_percent == b->max_compressed_percent &&
 	       a->evict_batch_pages == b->evict_batch_pages &&
 	       a->fault_spin_usec == b->fault_spin_usec && a->log_level == b->log_level &&
-	       a->mlock == b->mlock;
+	       a->mlock == b->mlock && strcmp(a->swap_file, b->swap_file) == 0 &&
+	       a->swap_file_size == b->swap_file_size;
 }
 
 static void check_ranges(const struct cfg *c)
@@ -64,6 +71,9 @@ static void check_ranges(const struct cfg *c)
 	FUZZ_ASSERT(c->fault_spin_usec <= 10000);
 	FUZZ_ASSERT(c->log_level == LOG_LVL_ERR || c->log_level == LOG_LVL_WARNING ||
 		    c->log_level == LOG_LVL_INFO || c->log_level == LOG_LVL_DEBUG);
+	/* "" is "none" */
+	FUZZ_ASSERT(memchr(c->swap_file, '\0', sizeof(c->swap_file)) != NULL);
+	FUZZ_ASSERT(c->swap_file[0] == '\0' || c->swap_file[0] == '/');
 }
 
 /* Parses text over the defaults with an err buffer of errlen bytes. */

@@ -23,6 +23,7 @@ ONLY=("$@")
 
 cleanup() {
 	[ -s "$TMP/dpid" ] && kill -KILL "$(cat "$TMP/dpid")" 2>/dev/null
+	mountpoint -q "$TMP/tiny" 2>/dev/null && umount "$TMP/tiny"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -299,6 +300,65 @@ t_pool_limit() {
 	start_daemon
 }
 
+# restart_with LINES...: the daemon again, with these config lines added.
+restart_with() {
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	printf '%s\n' "$@" >>"$TMP/zswapd.conf"
+	start_daemon
+}
+
+t_writeback() {
+	command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
+	# A pool of 4 MiB in front of a 256 MiB swap file: most pages end up on
+	# disk, packed, and every byte must come back, in parents and children.
+	restart_with "max_pool_bytes = 4M" "swap_file = $TMP/swap" "swap_file_size = 256M"
+	[ "$(stat -c %a "$TMP/swap")" = 600 ]
+	shimmed "$MEMTEST" basic 64 64 16
+	shimmed "$MEMTEST" fork
+	local wb reads wbytes
+	wb=$(stat_of written_back_pages); reads=$(stat_of swap_reads); wbytes=$(stat_of swap_write_bytes)
+	echo "result: writeback: $wb pages written back in $wbytes bytes ($((wbytes / (wb > 0 ? wb : 1))) B/page), $reads read back"
+	[ "$wb" -gt 4000 ]
+	[ "$reads" -gt 1000 ]
+	[ "$wbytes" -lt $((wb * 4096)) ] # packed: less than a page per page
+	[ "$(stat_of writeback_errors)" -eq 0 ]
+	# O_DIRECT: what was written is not also sitting in the page cache.
+	local cached; cached=$(fincore --bytes --noheadings --output RES "$TMP/swap")
+	echo "result: swap file bytes in page cache: $cached"
+	[ "$cached" -lt $((1024 * 1024)) ]
+	# Stop with pages on disk: they come back too.
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/wbdrain.out" &
+	local pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/wbdrain.out" && break; sleep 0.05; done
+	sleep 0.5
+	[ "$(stat_of written_back_pages)" -gt "$wb" ]
+	stop_daemon
+	kill -USR1 $pid
+	wait $pid
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
+t_writeback_enospc() {
+	grep -q tmpfs /proc/filesystems || skip "no tmpfs"
+	# The swap file's disk is full: writes fail with ENOSPC, are counted and
+	# logged once, entries stay in the pool, and nothing is lost.
+	mkdir -p "$TMP/tiny"
+	mount -t tmpfs -o size=512k tmpfs "$TMP/tiny" || skip "cannot mount tmpfs"
+	restart_with "max_pool_bytes = 4M" "swap_file = $TMP/tiny/swap" "swap_file_size = 64M"
+	grep -q "continuing with a sparse file" "$TMP/daemon.log"
+	shimmed "$MEMTEST" basic 64 64 0
+	local errs; errs=$(stat_of writeback_errors)
+	echo "result: tiny disk: $(stat_of written_back_pages) pages written back, $errs write errors, $(stat_of pool_limit_hit) stores refused"
+	[ "$errs" -gt 0 ]
+	[ "$(grep -c 'writeback to the swap file failed' "$TMP/daemon.log")" -le 3 ] # once per streak, not per page
+	stop_daemon
+	umount "$TMP/tiny"
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
 t_systemd_units() {
 	command -v systemd-analyze >/dev/null || skip "systemd-analyze not installed"
 	mkdir -p "$TMP/units"
@@ -424,6 +484,7 @@ if [ ! -c /dev/userfaultfd ]; then
 fi
 
 printf 'socket = %s\nlog_level = info\n' "$ZSWAP_SOCKET" >"$TMP/zswapd.conf"
+cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.base"
 start_daemon || exit 1
 
 run no_daemon t_no_daemon
@@ -439,6 +500,8 @@ run unprivileged t_unprivileged
 run access_control t_access_control
 run stress_ng t_stress_ng
 run limit t_limit
+run writeback t_writeback
+run writeback_enospc t_writeback_enospc
 run cli_errors t_cli_errors
 run config_errors t_config_errors
 run bad_clients t_bad_clients

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 10 /* fields of struct cfg, one key each */
+#define NKEYS 12 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -32,6 +32,8 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->fault_spin_usec, b->fault_spin_usec);
 	ck_assert_int_eq(a->log_level, b->log_level);
 	ck_assert_int_eq(a->mlock, b->mlock);
+	ck_assert_str_eq(a->swap_file, b->swap_file);
+	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -44,7 +46,9 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "evict_batch_pages = 64\n"
 				      "fault_spin_usec = 0\n"
 				      "log_level = debug\n"
-				      "mlock = no\n";
+				      "mlock = no\n"
+				      "swap_file = /var/tmp/zswapd.swap\n"
+				      "swap_file_size = 1G\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -81,6 +85,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.fault_spin_usec, 50);
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
 	ck_assert(c.mlock);
+	ck_assert_str_eq(c.swap_file, "");
+	ck_assert_uint_eq(c.swap_file_size, 0);
 
 	nondefault(&d);
 	cfg_defaults(&d);
@@ -104,6 +110,8 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.fault_spin_usec, d.fault_spin_usec);
 	ck_assert_int_ne(c.log_level, d.log_level);
 	ck_assert_int_ne(c.mlock, d.mlock);
+	ck_assert_str_ne(c.swap_file, d.swap_file);
+	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
 }
 END_TEST
 

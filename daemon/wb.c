@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * wb.c - the writeback tier: the pool's least recently stored entries move
+ * to a swap file, zswap's "writeback", through io_uring.
+ *
+ * Layout.  The file is an array of 4 KiB blocks.  Compressed objects are
+ * packed first-fit into blocks and never straddle one, so a load reads
+ * exactly one block while a writeback writes about len bytes per page
+ * instead of 4096: whole pages would cost 4096 bytes each way (what kernel
+ * zswap writes after decompressing).  A block is free again when its last
+ * object goes; there is no compaction of half-empty blocks (swap_used_bytes
+ * counts whole blocks, so the waste shows).
+ *
+ * I/O.  The file is opened O_DIRECT, so written blocks do not also sit in
+ * the page cache (otherwise writeback would free nothing), with aligned
+ * buffers.  Every read and write is an io_uring request whose completion
+ * arrives through an eventfd in the main loop: the loop never waits on the
+ * disk, and a fault waiting for a block does not hold up faults on pages in
+ * the pool.  A slot is only ever read after this run wrote it: stale
+ * contents of a reused file are never served.
+ *
+ * Entries.  IN_POOL -> WRITING (the data stays in the pool, loads use it)
+ * -> ON_DISK (the pool object is released).  A write that fails puts the
+ * entries back in the pool, counts writeback_errors, logs once per streak
+ * and backs off: nothing is lost, the pool just stays full a while.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <liburing.h>
+
+#include "comp.h"
+#include "compat.h"
+#include "daemon.h"
+#include "idx.h"
+#include "log.h"
+#include "pool.h"
+
+#define WB_BLOCK 4096u
+#define WB_QUEUE_DEPTH 64
+#define WB_WRITE_BLOCKS 16		 /* blocks packed per writeback round */
+#define WB_BACKOFF_USEC (5 * 1000000ull) /* after an error, before trying again */
+#define WB_MAX_PER_BLOCK (WB_BLOCK / 16)
+
+enum wb_op { WB_WRITE, WB_READ };
+
+struct wb_io {
+	enum wb_op op;
+	uint8_t *buf;
+	uint64_t block;
+	/* write: the entries packed into this block */
+	struct entry *entries[WB_MAX_PER_BLOCK];
+	unsigned nentries;
+	/* read: who waits */
+	struct target *target;
+	struct uffd_msg msg;
+	struct entry *entry;
+	struct wb_io *next_read; /* on target->reads, so a dying target can let go */
+};
+
+struct wb {
+	int fd;
+	uint64_t nblocks;
+	uint16_t *live;	   /* objects alive per block */
+	uint8_t *writing;  /* per block: a write is in flight */
+	uint64_t used_blocks;
+	uint64_t cursor;   /* next-fit search for a free block */
+	struct io_uring ring;
+	struct watch w;	   /* the ring's eventfd */
+	unsigned inflight;
+	uint64_t backoff_until;
+	bool error_streak;
+};
+
+static bool wb_block_free(const struct wb *wb, uint64_t b)
+{
+	return wb->live[b] == 0 && !wb->writing[b];
+}
+
+static int wb_alloc_block(struct wb *wb, uint64_t *ret_block)
+{
+	for (uint64_t i = 0; i < wb->nblocks; i++) {
+		uint64_t b = (wb->cursor + i) % wb->nblocks;
+
+		if (wb_block_free(wb, b)) {
+			wb->cursor = b + 1;
+			wb->used_blocks++;
+			*ret_block = b;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static void wb_block_put(struct wb *wb, uint64_t b)
+{
+	if (wb->live[b] > 0)
+		wb->live[b]--;
+	if (wb_block_free(wb, b))
+		wb->used_blocks--;
+}
+
+/* An entry on disk (or on its way) is gone: its block loses an object. */
+void wb_entry_freed(struct daemon *d, struct entry *e)
+{
+	if (d->wb && (e->where == ENTRY_ON_DISK || e->where == ENTRY_WRITING))
+		wb_block_put(d->wb, e->disk / WB_BLOCK);
+}
+
+static struct wb_io *wb_io_new(enum wb_op op)
+{
+	struct wb_io *io = calloc(1, sizeof(*io));
+
+	if (!io)
+		return NULL;
+	if (posix_memalign((void **)&io->buf, WB_BLOCK, WB_BLOCK)) {
+		free(io);
+		return NULL;
+	}
+	io->op = op;
+	return io;
+}
+
+static void wb_io_free(struct wb_io *io)
+{
+	free(io->buf);
+	free(io);
+}
+
+static int wb_submit(struct wb *wb, struct wb_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&wb->ring);
+	int r;
+
+	if (!sqe)
+		return -EBUSY;
+	if (io->op == WB_WRITE)
+		io_uring_prep_write(sqe, wb->fd, io->buf, WB_BLOCK, io->block * WB_BLOCK);
+	else
+		io_uring_prep_read(sqe, wb->fd, io->buf, WB_BLOCK, io->block * WB_BLOCK);
+	io_uring_sqe_set_data(sqe, io);
+	r = io_uring_submit(&wb->ring);
+	if (r < 0)
+		return r;
+	wb->inflight++;
+	return 0;
+}
+
+static void lru_del(struct daemon *d, struct entry *e)
+{
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else if (d->lru_head == e)
+		d->lru_head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else if (d->lru_tail == e)
+		d->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+void wb_lru_add(struct daemon *d, struct entry *e, bool oldest)
+{
+	if (oldest) {
+		e->lru_next = d->lru_head;
+		if (d->lru_head)
+			d->lru_head->lru_prev = e;
+		d->lru_head = e;
+		if (!d->lru_tail)
+			d->lru_tail = e;
+	} else {
+		e->lru_prev = d->lru_tail;
+		if (d->lru_tail)
+			d->lru_tail->lru_next = e;
+		d->lru_tail = e;
+		if (!d->lru_head)
+			d->lru_head = e;
+	}
+}
+
+void wb_lru_del(struct daemon *d, struct entry *e)
+{
+	lru_del(d, e);
+}
+
+/* Packs the oldest pool entries into one block and writes it. */
+static int wb_write_one(struct daemon *d)
+{
+	struct wb *wb = d->wb;
+	struct wb_io *io;
+	unsigned off = 0;
+	int r;
+
+	io = wb_io_new(WB_WRITE);
+	if (!io)
+		return -ENOMEM;
+	r = wb_alloc_block(wb, &io->block);
+	if (r < 0)
+		goto fail;
+	for (struct entry *e = d->lru_head, *next; e && io->nentries < WB_MAX_PER_BLOCK; e = next) {
+		next = e->lru_next;
+		if (off + e->len > WB_BLOCK)
+			break;
+		memcpy(io->buf + off, pool_map(d->pool, e->val), e->len);
+		lru_del(d, e);
+		entry_get(e); /* the write holds it until it completes */
+		e->where = ENTRY_WRITING;
+		e->disk = io->block * WB_BLOCK + off;
+		io->entries[io->nentries++] = e;
+		wb->live[io->block]++;
+		off += e->len;
+	}
+	if (io->nentries == 0) {
+		wb->used_blocks--;
+		r = 0;
+		goto fail;
+	}
+	memset(io->buf + off, 0, WB_BLOCK - off);
+	wb->writing[io->block] = 1;
+	r = wb_submit(wb, io);
+	if (r < 0) {
+		/* Not even submitted: everything goes back as it was. */
+		wb->writing[io->block] = 0;
+		for (unsigned i = io->nentries; i-- > 0;) {
+			struct entry *e = io->entries[i];
+
+			e->where = ENTRY_IN_POOL;
+			wb_block_put(wb, io->block);
+			wb_lru_add(d, e, true);
+			entry_put(d, e);
+		}
+		goto fail;
+	}
+	return 1;
+fail:
+	wb_io_free(io);
+	return r;
+}
+
+static bool wb_pool_over_threshold(const struct daemon *d)
+{
+	return d->pool_limit &&
+	       pool_total_size(d->pool) * 100 > d->pool_limit * d->cfg.accept_threshold_percent;
+}
+
+/*
+ * Called every loop turn: while the pool is over accept_threshold_percent of
+ * its limit, keep up to WB_WRITE_BLOCKS blocks of writeback in flight.
+ */
+void wb_run(struct daemon *d)
+{
+	struct wb *wb = d->wb;
+	int r;
+
+	if (!wb || d->stopping || now_usec() < wb->backoff_until)
+		return;
+	while (wb->inflight < WB_WRITE_BLOCKS && d->lru_head && wb_pool_over_threshold(d)) {
+		r = wb_write_one(d);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			if (r == -ENOSPC && !wb->error_streak)
+				log_warning("swap file full (%llu blocks): pool entries stay in memory",
+					    (unsigned long long)wb->nblocks);
+			else if (!wb->error_streak)
+				log_warning_errno(r, "writeback failed: %m; retrying in 5 s");
+			wb->error_streak = true;
+			d->st.writeback_errors++;
+			wb->backoff_until = now_usec() + WB_BACKOFF_USEC;
+			break;
+		}
+	}
+}
+
+static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
+{
+	struct wb *wb = d->wb;
+	bool ok = res == (int)WB_BLOCK;
+
+	wb->writing[io->block] = 0;
+	if (!ok) {
+		d->st.writeback_errors++;
+		if (!wb->error_streak)
+			log_warning_errno(res < 0 ? res : -EIO,
+					  "writeback to the swap file failed: %m; entries stay in the pool, "
+					  "retrying in 5 s");
+		wb->error_streak = true;
+		wb->backoff_until = now_usec() + WB_BACKOFF_USEC;
+	} else {
+		wb->error_streak = false;
+		d->st.swap_writes++;
+		d->st.swap_write_bytes += WB_BLOCK;
+	}
+	for (unsigned i = io->nentries; i-- > 0;) {
+		struct entry *e = io->entries[i];
+
+		if (e->refs > 1 && e->where == ENTRY_WRITING) {
+			if (ok) {
+				/* On disk now: the pool copy goes. */
+				pool_release(d->pool, e->val);
+				d->st.compressed_bytes -= e->len;
+				e->val = 0;
+				e->where = ENTRY_ON_DISK;
+				d->st.written_back_pages++;
+			} else {
+				wb_block_put(wb, io->block);
+				e->where = ENTRY_IN_POOL;
+				wb_lru_add(d, e, true);
+			}
+		}
+		entry_put(d, e);
+	}
+	wb_io_free(io);
+}
+
+/*
+ * Starts the read a fault on an on-disk entry needs.  The fault is answered
+ * in wb_read_done(); until then the faulting thread waits, and nothing else.
+ */
+int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
+{
+	struct wb *wb = t->d->wb;
+	struct wb_io *io;
+	int r;
+
+	if (!wb)
+		return -EIO;
+	io = wb_io_new(WB_READ);
+	if (!io)
+		return -ENOMEM;
+	io->block = e->disk / WB_BLOCK;
+	io->target = t;
+	io->msg = *msg;
+	io->entry = e;
+	entry_get(e);
+	r = wb_submit(wb, io);
+	if (r < 0) {
+		entry_put(t->d, e);
+		wb_io_free(io);
+		return r;
+	}
+	io->next_read = t->reads;
+	t->reads = io;
+	return 0;
+}
+
+/* The target is going away: its reads complete into nothing. */
+void wb_forget_target(struct target *t)
+{
+	for (struct wb_io *io = t->reads; io; io = io->next_read)
+		io->target = NULL;
+	t->reads = NULL;
+}
+
+static void wb_unlink_read(struct target *t, struct wb_io *io)
+{
+	for (struct wb_io **pp = &t->reads; *pp; pp = &(*pp)->next_read) {
+		if (*pp == io) {
+			*pp = io->next_read;
+			return;
+		}
+	}
+}
+
+static int wb_poison(struct target *t, uint64_t addr)
+{
+	struct uffdio_poison p = { .range = { .start = addr, .len = ZS_PAGE_SIZE } };
+
+	return ioctl(t->uffd_w.fd, UFFDIO_POISON, &p) < 0 ? -errno : 0;
+}
+
+static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
+{
+	struct target *t = io->target;
+	struct entry *e = io->entry;
+	uint64_t addr = io->msg.arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
+	int r;
+
+	if (!t)
+		goto out;
+	wb_unlink_read(t, io);
+	if (res != (int)WB_BLOCK ||
+	    comp_decompress(d->comp, io->buf + e->disk % WB_BLOCK, e->len, d->page_buf) < 0) {
+		/* The data is gone.  Poisoning makes the access SIGBUS, as a
+		 * hardware memory error would; never map garbage or zeros. */
+		d->st.swap_read_errors++;
+		log_error_errno(res < 0 ? res : -EIO,
+				"pid %d: cannot read back page %#llx from the swap file: %m",
+				(int)t->pid, (unsigned long long)addr);
+		if (wb_poison(t, addr) < 0)
+			target_kill(t, "swap read failed");
+		goto out;
+	}
+	d->st.swap_reads++;
+	d->st.swap_read_bytes += WB_BLOCK;
+	r = fault_copy_page(t, addr, d->page_buf);
+	if ((r == 0 || r == -EEXIST) && idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT) == e) {
+		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
+		t->loads++;
+		d->st.loads++;
+		t->faults_since_check++;
+		entry_put(d, e);
+	}
+	if (r != 0)
+		uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
+out:
+	entry_put(d, e);
+	wb_io_free(io);
+}
+
+static void wb_ready(struct daemon *d, struct watch *w, uint32_t events)
+{
+	struct wb *wb = d->wb;
+	struct io_uring_cqe *cqe;
+	uint64_t n;
+
+	(void)w;
+	(void)events;
+	(void)!read(wb->w.fd, &n, sizeof(n));
+	while (io_uring_peek_cqe(&wb->ring, &cqe) == 0) {
+		struct wb_io *io = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&wb->ring, cqe);
+		wb->inflight--;
+		if (io->op == WB_WRITE)
+			wb_write_done(d, io, res);
+		else
+			wb_read_done(d, io, res);
+	}
+}
+
+/* For the stop path: a blocking read of one on-disk entry into page. */
+int wb_load_sync(struct daemon *d, const struct entry *e, void *page)
+{
+	uint8_t *buf;
+	int r;
+
+	if (posix_memalign((void **)&buf, WB_BLOCK, WB_BLOCK))
+		return -ENOMEM;
+	r = pread(d->wb->fd, buf, WB_BLOCK, (off_t)(e->disk / WB_BLOCK * WB_BLOCK)) == WB_BLOCK
+		    ? comp_decompress(d->comp, buf + e->disk % WB_BLOCK, e->len, page)
+		    : -EIO;
+	free(buf);
+	return r;
+}
+
+uint64_t wb_used_bytes(const struct daemon *d)
+{
+	return d->wb ? d->wb->used_blocks * WB_BLOCK : 0;
+}
+
+int wb_open(struct daemon *d)
+{
+	const char *path = d->cfg.swap_file;
+	struct wb *wb;
+	struct stat st;
+	int r;
+
+	if (!path[0] || !d->cfg.swap_file_size)
+		return 0;
+	wb = calloc(1, sizeof(*wb));
+	if (!wb)
+		return -ENOMEM;
+	wb->fd = open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (wb->fd < 0) {
+		r = log_error_errno(-errno, "Failed to open swap file %s: %m", path);
+		goto fail_free;
+	}
+	if (fstat(wb->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = log_error_errno(-EINVAL, "Swap file %s is not a regular file", path);
+		goto fail_close;
+	}
+	fchmod(wb->fd, 0600);
+	wb->nblocks = d->cfg.swap_file_size / WB_BLOCK;
+	r = fallocate(wb->fd, 0, 0, (off_t)(wb->nblocks * WB_BLOCK));
+	if (r < 0) {
+		/* A sparse file still works until the disk fills; writes then fail
+		 * with ENOSPC, are counted, and the entries stay in the pool. */
+		log_warning_errno(-errno, "Cannot preallocate %s: %m; continuing with a sparse file",
+				  path);
+		if (ftruncate(wb->fd, (off_t)(wb->nblocks * WB_BLOCK)) < 0) {
+			r = log_error_errno(-errno, "Failed to size swap file %s: %m", path);
+			goto fail_close;
+		}
+	}
+	wb->live = calloc(wb->nblocks, sizeof(*wb->live));
+	wb->writing = calloc(wb->nblocks, 1);
+	if (!wb->live || !wb->writing) {
+		r = -ENOMEM;
+		goto fail_arrays;
+	}
+	r = io_uring_queue_init(WB_QUEUE_DEPTH, &wb->ring, 0);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up io_uring: %m");
+		goto fail_arrays;
+	}
+	wb->w.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	wb->w.fn = wb_ready;
+	if (wb->w.fd < 0 || io_uring_register_eventfd(&wb->ring, wb->w.fd) < 0 ||
+	    loop_add(d, &wb->w, EPOLLIN) < 0) {
+		r = log_error_errno(-errno, "Failed to watch io_uring completions: %m");
+		goto fail_ring;
+	}
+	d->wb = wb;
+	log_info("writeback tier: %s, %llu MiB", path,
+		 (unsigned long long)(wb->nblocks * WB_BLOCK >> 20));
+	return 0;
+fail_ring:
+	if (wb->w.fd >= 0)
+		close(wb->w.fd);
+	io_uring_queue_exit(&wb->ring);
+fail_arrays:
+	free(wb->live);
+	free(wb->writing);
+fail_close:
+	close(wb->fd);
+fail_free:
+	free(wb);
+	return r;
+}
+
+void wb_close(struct daemon *d)
+{
+	struct wb *wb = d->wb;
+
+	if (!wb)
+		return;
+	loop_del(d, &wb->w);
+	close(wb->w.fd);
+	io_uring_queue_exit(&wb->ring);
+	close(wb->fd);
+	free(wb->live);
+	free(wb->writing);
+	free(wb);
+	d->wb = NULL;
+}
+
+bool wb_busy(const struct daemon *d)
+{
+	return d->wb && d->wb->inflight;
+}

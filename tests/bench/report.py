@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""report.py - turns the raw figures run.sh left for each case of the
+side-by-side benchmark into results/compare.json, compare.md and compare.png.
+
+Each case directory holds: meta (key=value, written by run.sh),
+workload.json (the workload's own output), and two snapshots taken while the
+workload waited at a handshake, w.* after warm-up and m.* after the measured
+window: vmstat, meminfo, status (the workload's /proc/PID/status), and where
+they apply dstat (/proc/ZSWAPD/stat), zswapd (`zswapctl stats`), debugfs
+(/sys/kernel/debug/zswap, as path:value), cgroup (memory.* of the case's
+cgroup).  Deltas m - w are exactly the measured window.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+PAGE = 4096
+MIB = 1024 * 1024
+
+
+def read_kv(path, sep=None):
+    """'name value' (or 'name<sep>value') lines -> {name: int or str}."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.strip().split(sep, 1) if sep else line.split(None, 1)
+                if len(parts) != 2:
+                    continue
+                k, v = parts[0].strip(), parts[1].strip()
+                try:
+                    out[k] = int(v.split()[0])
+                except (ValueError, IndexError):
+                    out[k] = v
+    except OSError:
+        pass
+    return out
+
+
+def read_meta(path):
+    return read_kv(path, "=")
+
+
+def read_status(path):
+    """RssAnon, VmSwap ... in kB."""
+    return {k: v for k, v in read_kv(path, ":").items() if isinstance(v, int)}
+
+
+def read_debugfs(path):
+    """'/sys/kernel/debug/zswap/NAME:VALUE' lines -> {NAME: VALUE}."""
+    return {os.path.basename(k): v for k, v in read_kv(path, ":").items()}
+
+
+def read_cpu_ticks(path):
+    """utime + stime of /proc/PID/stat, in clock ticks."""
+    try:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat(5)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def delta(m, w, key):
+    if key in m and key in w and isinstance(m[key], int) and isinstance(w[key], int):
+        return m[key] - w[key]
+    return None
+
+
+def case_figures(d, clk_tck):
+    meta = read_meta(os.path.join(d, "meta"))
+    try:
+        with open(os.path.join(d, "workload.json")) as f:
+            wl = json.loads(f.read().strip() or "null")
+    except (OSError, ValueError):
+        wl = None
+    snap = {}
+    for tag in ("w", "m"):
+        p = lambda ext: os.path.join(d, f"{tag}.{ext}")
+        snap[tag] = {
+            "vmstat": read_kv(p("vmstat")),
+            "meminfo": read_status(p("meminfo")),
+            "status": read_status(p("status")),
+            "zswapd": read_kv(p("zswapd")),
+            "debugfs": read_debugfs(p("debugfs")),
+            "cgroup": read_kv(p("cgroup")),
+            "dcpu": read_cpu_ticks(p("dstat")),
+        }
+    w, m = snap["w"], snap["m"]
+    mode = meta.get("mode", "?")
+    budget = meta.get("budget_mib")
+    c = {
+        "name": meta.get("name", "?"),
+        "mode": mode,
+        "compressor": meta.get("compressor") or None,
+        "budget_mib": budget if isinstance(budget, int) else None,
+        "status": str(meta.get("status", "?")),
+        "exit_code": meta.get("rc"),
+        "wall_s": meta.get("wall_s"),
+        "workload": wl,
+    }
+    if mode == "zswapd":
+        c["limit_mib"] = meta.get("limit_mib")
+        c["pool_allowance_q"] = meta.get("pool_q")
+    if not m["vmstat"]:  # never reached the end of the window
+        return c
+
+    vm = {k: delta(m["vmstat"], w["vmstat"], k)
+          for k in ("pswpin", "pswpout", "zswpin", "zswpout", "zswpwb", "swpin_zero", "swpout_zero")
+          if k in m["vmstat"]}
+    c["vmstat_delta"] = vm
+    c["swap_io_bytes"] = ((vm.get("pswpin") or 0) + (vm.get("pswpout") or 0)) * PAGE
+    cpu_proc = (wl["cpu_user_s"] + wl["cpu_sys_s"]) if wl else None
+    c["cpu_process_s"] = cpu_proc
+    c["cpu_daemon_s"] = None
+    c["resident_kb"] = (wl or {}).get("rss_anon_kb") or m["status"].get("RssAnon")
+    c["vm_swap_kb"] = m["status"].get("VmSwap")
+    pool = None
+    if mode == "zswapd":
+        zw, zm = w["zswapd"], m["zswapd"]
+        c["zswapd_delta"] = {k: delta(zm, zw, k) for k in ("loads", "stores", "invalidates",
+                                                             "faults_deferred", "evict_batches",
+                                                             "reject_compress_poor", "pool_limit_hit")}
+        c["zswapd_end"] = zm
+        c["pages_in"] = c["zswapd_delta"]["loads"]
+        c["pages_out"] = c["zswapd_delta"]["stores"]
+        if w["dcpu"] is not None and m["dcpu"] is not None:
+            c["cpu_daemon_s"] = (m["dcpu"] - w["dcpu"]) / clk_tck
+        pool = zm.get("pool_total_size")
+        stored = zm.get("stored_pages") or 0
+        if stored:
+            c["compressed_ratio"] = zm.get("compressed_bytes", 0) / (stored * PAGE)
+            c["pool_ratio"] = pool / (stored * PAGE)
+    elif mode in ("swap", "zswap"):
+        c["pages_in"] = sum(vm.get(k) or 0 for k in ("pswpin", "zswpin", "swpin_zero"))
+        c["pages_out"] = sum(vm.get(k) or 0 for k in ("pswpout", "zswpout", "swpout_zero"))
+        c["cgroup_end"] = m["cgroup"]
+        if mode == "zswap":
+            dfs = m["debugfs"]
+            c["zswap_debugfs_end"] = dfs
+            if "pool_total_size" in dfs:
+                pool = dfs["pool_total_size"]
+                stored = dfs.get("stored_pages") or 0
+                if stored:
+                    c["pool_ratio"] = pool / (stored * PAGE)
+            elif "Zswap" in m["meminfo"]:  # no debugfs: /proc/meminfo, in kB
+                pool = m["meminfo"]["Zswap"] * 1024
+                if m["meminfo"].get("Zswapped"):
+                    c["pool_ratio"] = m["meminfo"]["Zswap"] / m["meminfo"]["Zswapped"]
+        else:
+            pool = 0
+    else:
+        c["pages_in"] = 0
+        pool = 0
+    c["pool_bytes"] = pool
+    c["cpu_total_s"] = None if cpu_proc is None else cpu_proc + (c["cpu_daemon_s"] or 0)
+    if c["resident_kb"] is not None and pool is not None:
+        c["resident_plus_pool_mib"] = c["resident_kb"] / 1024 + pool / MIB
+    return c
+
+
+def fmt_rate(v):
+    if v is None:
+        return "—"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f} M"
+    if v >= 1e3:
+        return f"{v / 1e3:.1f} k"
+    return f"{v:.0f}"
+
+
+def fmt(v, spec=".1f"):
+    return "—" if v is None else format(v, spec)
+
+
+def fmt_us(v):
+    if v is None:
+        return "—"
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+def md_table(cases, size):
+    hdr = ["case", "budget", "accesses/s", "p50 µs", "p99 µs", "pages in", "swap I/O MiB",
+           "CPU s proc + daemon", "pool/orig", "resident MiB", "pool MiB", "resident+pool MiB",
+           "status"]
+    rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for c in cases:
+        wl = c.get("workload") or {}
+        lat = wl.get("lat_us") or {}
+        ok = c["status"] == "ok"
+        b = c["budget_mib"]
+        budget = "—" if b is None else f"{round(100 * b / size)}% ({b} MiB)"
+        if c["mode"] == "zswapd":
+            budget += f", limit {c.get('limit_mib')} MiB"
+        cpu = "—"
+        if c.get("cpu_process_s") is not None:
+            cpu = f"{c['cpu_process_s']:.1f}"
+            if c.get("cpu_daemon_s") is not None:
+                cpu += f" + {c['cpu_daemon_s']:.1f}"
+        status = c["status"]
+        if ok and c.get("resident_plus_pool_mib") is not None and b is not None and \
+                c["resident_plus_pool_mib"] > b * 1.02:
+            status += " (over budget)"
+        rows.append("| " + " | ".join([
+            c["name"], budget,
+            fmt_rate(wl.get("accesses_per_s")) if ok else "—",
+            fmt_us(lat.get("p50")) if ok else "—",
+            fmt_us(lat.get("p99")) if ok else "—",
+            fmt(c.get("pages_in"), "d") if ok else "—",
+            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
+            cpu if ok else "—",
+            fmt(c.get("pool_ratio"), ".3f"),
+            fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
+            fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
+            fmt(c.get("resident_plus_pool_mib"), ".0f"),
+            status,
+        ]) + " |")
+    return "\n".join(rows)
+
+
+NOTES = """\
+How to read it:
+- Same workload, same budget: S MiB of zero, same-filled, text, struct and random pages;
+  20% of the pages (scattered) take 80% of the accesses; half the accesses are writes;
+  4 KiB pages (MADV_NOHUGEPAGE). Figures are over the measured window only; one run
+  each, not a median: repeat runs on this VM vary by tens of percent.
+- swap / zswap lzo: the process runs in a cgroup v1 memory cgroup with
+  memory.limit_in_bytes = budget, swap file of 2×S. cgroup v1 does not charge the kernel
+  zswap pool to the cgroup: kernel zswap uses the budget *plus* its pool (see the pool and
+  resident+pool columns).
+- zswapd: the process is in no cgroup and `zswapctl {limit_cmd}` keeps its RssAnon at or
+  under limit = budget − pool allowance (the pool's size estimated from micro's pool
+  bytes/page for that compressor in this run), so that resident + zswapd's pool
+  (pool_total_size) ≈ budget. "(over budget)" marks a run where it came out more than 2%
+  above.
+- pages in: kernel pswpin + zswpin + swpin_zero deltas from /proc/vmstat (pswpin includes
+  readahead); zswapd: its `loads`. swap I/O: (pswpin + pswpout) × 4 KiB.
+- CPU: the workload's user+sys over the window (the kernel's reclaim, compression and
+  swap-in run there) + zswapd's utime+stime.
+- pool/orig: pool_total_size / (stored_pages × 4 KiB) at the end of the window (kernel:
+  /sys/kernel/debug/zswap; Linux 6.18 keeps zero-filled pages out of zswap altogether,
+  while zswapd counts same-filled pages, stored as one word, in stored_pages). resident:
+  the workload's RssAnon at the end of the window.
+- OOM-killed: the kernel killed the workload (ANCHORS.md: kernel zswap under small cgroup
+  v1 budgets does); reported, not a failure of the benchmark."""
+
+
+def plot(cases, size, out_png):
+    """Clustered bars of accesses/s per case, one bar per budget, log scale;
+    the all-in-RAM rate as a line across."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "no gnuplot"
+    budgets = sorted({c["budget_mib"] for c in cases if c["budget_mib"] is not None}, reverse=True)
+    names = []
+    for c in cases:
+        if c["budget_mib"] is not None and c["name"] not in names:
+            names.append(c["name"])
+    ram = next((c for c in cases if c["mode"] == "ram" and c["status"] == "ok"), None)
+    ram_rate = ram["workload"]["accesses_per_s"] if ram else None
+    with tempfile.TemporaryDirectory() as td:
+        dat = os.path.join(td, "compare.dat")
+        with open(dat, "w") as f:
+            for n in names:
+                row = [f'"{n}"']
+                for b in budgets:
+                    c = next((c for c in cases if c["name"] == n and c["budget_mib"] == b), None)
+                    ok = c and c["status"] == "ok" and c.get("workload")
+                    row.append(f'{c["workload"]["accesses_per_s"]:.0f}' if ok else "?")
+                f.write(" ".join(row) + "\n")
+        cols = ", ".join(
+            f"'{dat}' using {i + 2}{':xtic(1)' if i == 0 else ''} title '{round(100 * b / size)}% budget ({b} MiB)'"
+            for i, b in enumerate(budgets))
+        ram_line = f", {ram_rate:.0f} with lines dt 2 lw 2 lc rgb 'black' title 'all in RAM'" if ram_rate else ""
+        script = f"""
+set terminal pngcairo size 1000,560 noenhanced font ',11'
+set output '{out_png}'
+set datafile missing '?'
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y
+set yrange [1000:*]
+set format y '%.0s%c'
+set ylabel 'accesses/s (log scale)'
+set grid ytics
+set key top right
+set title 'zswapd vs kernel swap / zswap: {size} MiB hot/cold workload (missing bar = OOM-killed or failed)'
+plot {cols}{ram_line}
+"""
+        r = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if r.returncode != 0:
+            return "gnuplot: " + r.stderr.strip()
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--host", default="")
+    ap.add_argument("--command", default="")
+    ap.add_argument("--date", default="")
+    ap.add_argument("--load", default="")
+    ap.add_argument("--size", type=int, required=True)
+    ap.add_argument("--seconds", type=float, required=True)
+    ap.add_argument("--warmup", type=float, required=True)
+    ap.add_argument("--limit-cmd", default="limit")
+    ap.add_argument("--kernel-skip", default="")
+    a = ap.parse_args()
+
+    clk_tck = os.sysconf("SC_CLK_TCK")
+    cases = [case_figures(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
+    doc = {
+        "benchmark": "compare",
+        "host": a.host,
+        "date": a.date,
+        "command": a.command,
+        "loadavg_at_start": a.load,
+        "params": {"size_mib": a.size, "seconds": a.seconds, "warmup_s": a.warmup,
+                   "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50,
+                   "zswapd_limit_by": a.limit_cmd},
+        "notes": NOTES.format(limit_cmd=a.limit_cmd),
+        "cases": cases,
+    }
+    if a.kernel_skip:
+        doc["kernel_cases_skipped"] = a.kernel_skip
+    with open(os.path.join(a.out, "compare.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+    err = plot(cases, a.size, os.path.join(a.out, "compare.png"))
+    md = [f"## Side by side: {a.size} MiB, {a.warmup:g} s warm-up + {a.seconds:g} s measured", "",
+          md_table(cases, a.size), ""]
+    if a.kernel_skip:
+        md += [f"Kernel cases not run: {a.kernel_skip}.", ""]
+    md += [NOTES.format(limit_cmd=a.limit_cmd), "",
+           f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
+    if err:
+        md += [f"(no compare.png: {err})", ""]
+    with open(os.path.join(a.out, "compare.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
