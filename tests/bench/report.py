@@ -205,7 +205,7 @@ def md_table(cases, size):
         status = c["status"]
         if ok and c.get("resident_plus_pool_mib") is not None and b is not None and \
                 c["resident_plus_pool_mib"] > b * 1.02:
-            status += " (over budget)"
+            status += " (resident+pool > budget)"
         rows.append("| " + " | ".join([
             c["name"], budget,
             fmt_rate(wl.get("accesses_per_s")) if ok else "—",
@@ -236,8 +236,8 @@ How to read it:
 - zswapd: the process is in no cgroup and `zswapctl {limit_cmd}` keeps its RssAnon at or
   under limit = budget − pool allowance (the pool's size estimated from micro's pool
   bytes/page for that compressor in this run), so that resident + zswapd's pool
-  (pool_total_size) ≈ budget. "(over budget)" marks a run where it came out more than 2%
-  above.
+  (pool_total_size) ≈ budget. "(resident+pool > budget)" marks a run where that sum
+  came out more than 2% above the budget.
 - pages in: kernel pswpin + zswpin + swpin_zero deltas from /proc/vmstat (pswpin includes
   readahead); zswapd: its `loads`. swap I/O: (pswpin + pswpout) × 4 KiB.
 - CPU: the workload's user+sys over the window (the kernel's reclaim, compression and
@@ -263,20 +263,30 @@ def plot(cases, size, out_png):
             names.append(c["name"])
     ram = next((c for c in cases if c["mode"] == "ram" and c["status"] == "ok"), None)
     ram_rate = ram["workload"]["accesses_per_s"] if ram else None
+    labels = []
     with tempfile.TemporaryDirectory() as td:
         dat = os.path.join(td, "compare.dat")
         with open(dat, "w") as f:
-            for n in names:
+            for i, n in enumerate(names):
                 row = [f'"{n}"']
-                for b in budgets:
+                for j, b in enumerate(budgets):
                     c = next((c for c in cases if c["name"] == n and c["budget_mib"] == b), None)
-                    ok = c and c["status"] == "ok" and c.get("workload")
-                    row.append(f'{c["workload"]["accesses_per_s"]:.0f}' if ok else "?")
+                    # where gnuplot puts bar j of cluster i (gap 1)
+                    x = i + (j - (len(budgets) - 1) / 2) / (len(budgets) + 1)
+                    if c and c["status"] == "ok" and c.get("workload"):
+                        v = c["workload"]["accesses_per_s"]
+                        row.append(f"{v:.0f}")
+                        labels.append(f"set label '{fmt_rate(v)}' at {x:.3f},{v * 1.3:.0f} center")
+                    else:
+                        row.append("?")
+                        text = c["status"].split(";")[0] if c else "not run"
+                        labels.append(f"set label '{text}' at {x:.3f},1300 left rotate by 90 tc rgb 'red'")
                 f.write(" ".join(row) + "\n")
         cols = ", ".join(
             f"'{dat}' using {i + 2}{':xtic(1)' if i == 0 else ''} title '{round(100 * b / size)}% budget ({b} MiB)'"
             for i, b in enumerate(budgets))
-        ram_line = f", {ram_rate:.0f} with lines dt 2 lw 2 lc rgb 'black' title 'all in RAM'" if ram_rate else ""
+        ram_line = f", {ram_rate:.0f} with lines dt 2 lw 2 lc rgb 'black' title 'all in RAM ({fmt_rate(ram_rate)})'" if ram_rate else ""
+        nl = "\n"
         script = f"""
 set terminal pngcairo size 1000,560 noenhanced font ',11'
 set output '{out_png}'
@@ -285,13 +295,15 @@ set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
+set xrange [-0.6:{len(names) - 0.4}]
 set logscale y
-set yrange [1000:*]
+set yrange [1000:1e8]
 set format y '%.0s%c'
 set ylabel 'accesses/s (log scale)'
 set grid ytics
 set key top right
-set title 'zswapd vs kernel swap / zswap: {size} MiB hot/cold workload (missing bar = OOM-killed or failed)'
+set title 'zswapd vs kernel swap / zswap: {size} MiB hot/cold workload, accesses/s at two memory budgets'
+{nl.join(labels)}
 plot {cols}{ram_line}
 """
         r = subprocess.run([gp], input=script, text=True, capture_output=True)
