@@ -17,6 +17,7 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 SYSCONFDIR ?= /etc
 UNITDIR ?= /lib/systemd/system
+MANDIR ?= $(PREFIX)/share/man
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -99,7 +100,14 @@ check-unit: $(UNIT_TESTS)
 check-integration: all $(ITEST_PROGS)
 	$(Q)BUILD=$(BUILD) tests/integration/run.sh
 
-check: check-unit check-integration
+# fuzz-smoke: both fuzzers over the committed corpus (seconds); SKIP without clang.
+check: check-unit check-integration fuzz-smoke-if-clang
+
+fuzz-smoke-if-clang:
+	@if echo 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
+		clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then \
+		$(MAKE) --no-print-directory fuzz-smoke; \
+	else echo "fuzz-smoke: SKIP (clang with libFuzzer not installed)"; fi
 
 # verify_asan_link_order=0: the (uninstrumented) shim is preloaded ahead of
 # the ASan runtime of the instrumented test programs; it does not intercept
@@ -125,6 +133,9 @@ install: all
 		install -m 0644 conf/zswapd.conf $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/zswapd.service.in > $(DESTDIR)$(UNITDIR)/zswapd.service
 	install -m 0644 systemd/zswapd.socket $(DESTDIR)$(UNITDIR)/zswapd.socket
+	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 daemon/zswapd.8 client/zswapctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 conf/zswapd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 
 # Installs and starts the daemon with the repo's default config: through
 # systemd where it runs the machine, else as a background process.
@@ -142,6 +153,8 @@ start: install
 clean:
 	rm -rf build build-asan build-tsan
 
-.PHONY: all check check-unit check-integration asan tsan bench bench-quick install start clean
+.PHONY: all check check-unit check-integration fuzz-smoke-if-clang asan tsan bench bench-quick install start clean
+
+include tests/fuzz/fuzz.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -124,7 +124,8 @@ static bool stat_is_gauge(const char *name)
 	static const char *const gauges[] = { "stored_pages",	   "pool_total_size",
 					      "compressed_bytes",  "same_filled_pages",
 					      "pool_limit_bytes",  "targets",
-					      "metadata_bytes",	   "swap_used_bytes" };
+					      "metadata_bytes",	   "swap_used_bytes",
+					      "pool_packing_percent" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(name, gauges[i]) == 0)
@@ -176,6 +177,31 @@ static int cmd_stats(int argc, char **argv)
 	return 0;
 }
 
+/* comm is the process's own choice (prctl PR_SET_NAME): escape it. */
+static void print_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/* In the table, control characters become '?'. */
+static void sanitize_comm(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static int cmd_list(int argc, char **argv)
 {
 	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
@@ -191,32 +217,41 @@ static int cmd_list(int argc, char **argv)
 	n = h->len / sizeof(*ti);
 	if (json) {
 		putchar('[');
-		for (size_t i = 0; i < n; i++)
-			printf("%s{\"pid\":%u,\"comm\":\"%s\",\"resident_pages\":%llu,"
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", ti[i].pid);
+			print_json_string(ti[i].comm);
+			printf(",\"resident_pages\":%llu,"
 			       "\"evicted_pages\":%llu,\"compressed_bytes\":%llu,\"stores\":%llu,"
-			       "\"loads\":%llu,\"invalidates\":%llu,\"limit_bytes\":%llu}",
-			       i ? "," : "", ti[i].pid, ti[i].comm,
+			       "\"loads\":%llu,\"invalidates\":%llu,\"limit_bytes\":%llu,"
+			       "\"hot_pages\":%llu}",
 			       (unsigned long long)ti[i].resident_pages,
 			       (unsigned long long)ti[i].evicted_pages,
 			       (unsigned long long)ti[i].compressed_bytes,
 			       (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads,
 			       (unsigned long long)ti[i].invalidates,
-			       (unsigned long long)ti[i].limit_bytes);
+			       (unsigned long long)ti[i].limit_bytes,
+			       (unsigned long long)ti[i].hot_pages);
+		}
 		puts("]");
 		return 0;
 	}
-	printf("%8s %-16s %10s %10s %12s %10s %10s %10s\n", "PID", "COMMAND", "RESIDENT", "EVICTED",
-	       "COMPRESSED", "LIMIT", "STORES", "LOADS");
+	printf("%8s %-16s %10s %10s %12s %10s %10s %10s %10s\n", "PID", "COMMAND", "RESIDENT",
+	       "EVICTED", "COMPRESSED", "LIMIT", "HOT", "STORES", "LOADS");
 	for (size_t i = 0; i < n; i++) {
-		char res[16], ev[16], comp[16], lim[16] = "-";
+		char res[16], ev[16], comp[16], lim[16] = "-", hot[16], comm[ZS_COMM_LEN];
 
 		size_format(ti[i].resident_pages * 4096, res, sizeof(res));
 		size_format(ti[i].evicted_pages * 4096, ev, sizeof(ev));
 		size_format(ti[i].compressed_bytes, comp, sizeof(comp));
 		if (ti[i].limit_bytes)
 			size_format(ti[i].limit_bytes, lim, sizeof(lim));
-		printf("%8u %-16s %10s %10s %12s %10s %10llu %10llu\n", ti[i].pid, ti[i].comm, res, ev,
-		       comp, lim, (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads);
+		size_format(ti[i].hot_pages * 4096, hot, sizeof(hot));
+		memcpy(comm, ti[i].comm, sizeof(comm));
+		comm[sizeof(comm) - 1] = '\0';
+		sanitize_comm(comm);
+		printf("%8u %-16s %10s %10s %12s %10s %10s %10llu %10llu\n", ti[i].pid, comm, res,
+		       ev, comp, lim, hot, (unsigned long long)ti[i].stores,
+		       (unsigned long long)ti[i].loads);
 	}
 	return 0;
 }

@@ -193,7 +193,16 @@ static const struct cfg_key cfg_keys[] = {
 	/* The writeback tier is off until an operator names a file and a size. */
 	{ "swap_file", cfg_parse_path_or_none, CFG_FIELD(swap_file), "none", 0, 0,
 	  "an absolute path shorter than 108 bytes, or none" },
-	{ "swap_file_size", cfg_parse_size, CFG_FIELD(swap_file_size), "0", 0, 0, NULL },
+	{ "swap_file_size", cfg_parse_size, CFG_FIELD(swap_file_size), "0", 0, 0,
+	  "a size like 4096, 512M or 8G" },
+	/* The kernel's default swap readahead is 8 pages (vm.page-cluster = 3). */
+	{ "readahead_pages", cfg_parse_uint, CFG_FIELD(readahead_pages), "8", 0, 64, NULL },
+	/*
+	 * Refault protection: long enough that a page touched every few seconds
+	 * stays resident, short enough that a phase change is followed.
+	 */
+	{ "hot_window_seconds", cfg_parse_uint, CFG_FIELD(hot_window_seconds), "10", 1, 3600, NULL },
+	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(idle_evict_seconds), "0", 0, 86400, NULL },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

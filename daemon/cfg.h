@@ -31,6 +31,9 @@ struct cfg {
 	bool mlock;			   /* lock the daemon's memory (pool included) */
 	char swap_file[CFG_PATH_MAX];	   /* writeback tier; "" = none */
 	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
+	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */
+	unsigned hot_window_seconds;	   /* 1..3600: a refaulted page is left alone this long */
+	unsigned idle_evict_seconds;	   /* 0..86400: evict what was not wanted back for this long; 0 = off */
 };
 
 void cfg_defaults(struct cfg *c);

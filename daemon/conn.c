@@ -105,6 +105,9 @@ void conn_close(struct conn *c, const char *why)
 		reclaim_cancel(t, -ENOTCONN);
 		if (!target_mm_alive(t))
 			target_kill(t, "exec or exit");
+		else	/* unusual: the app closed our socket; say so */
+			log_info("pid %d: agent connection closed (%s); serving faults, no more evictions",
+				 (int)t->pid, why);
 	}
 }
 
@@ -149,13 +152,15 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 			return target_adopt(t, c);
 		return 0;
 	}
-	if (t) {
-		/* The same pid again: its old image exec'd, unless the mm lives. */
+	/* The same pid again: its old image exec'd (or the pid was reused),
+	 * unless that mm still lives and is connected. */
+	while (t) {
 		if (target_mm_alive(t) && t->conn) {
 			proto_send_error(c->w.fd, h->seq, -EEXIST, "this process is registered already");
 			return -EEXIST;
 		}
-		target_kill(t, "exec'd");
+		target_kill(t, "exec'd or pid reused");
+		t = target_by_pid(d, c->cred.pid);
 	}
 	return proto_send(c->w.fd, ZS_DEVFD, h->seq, NULL, 0, &d->devuffd_fd, 1);
 }
@@ -190,6 +195,8 @@ static int conn_agent(struct conn *c, const struct zs_hdr *h)
 	memcpy(t->excl, a->excl, a->nexcl * sizeof(a->excl[0]));
 	t->agent_tid = (pid_t)a->tid;
 	log_debug("pid %d: agent thread %u ready", (int)t->pid, a->tid);
+	if (t->reclaim && !t->batch)
+		reclaim_progress(t); /* it arrived before the agent did */
 	return 0;
 }
 
@@ -246,6 +253,9 @@ static void conn_ready(struct daemon *d, struct watch *w, uint32_t events)
 			return;
 		}
 		r = conn_dispatch(c, (const struct zs_hdr *)buf, fds, nfds);
+		if (r < 0 && r != -EBADMSG && c->target)
+			log_warning_errno(r, "pid %d: message type %u failed: %m", (int)c->cred.pid,
+					  ((const struct zs_hdr *)buf)->type);
 		for (int i = 0; i < nfds; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);

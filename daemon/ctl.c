@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "hot.h"
 #include "idx.h"
 #include "log.h"
 #include "pool.h"
@@ -44,6 +45,9 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "stored_pages", d->st.stored_pages);
 	ctl_put(out, &n, max, "pool_total_size", pool_total_size(d->pool));
 	ctl_put(out, &n, max, "compressed_bytes", d->st.compressed_bytes);
+	/* How well the pool packs: compressed data / memory held, in percent. */
+	ctl_put(out, &n, max, "pool_packing_percent",
+		pool_total_size(d->pool) ? d->st.compressed_bytes * 100 / pool_total_size(d->pool) : 0);
 	ctl_put(out, &n, max, "same_filled_pages", d->st.same_filled_pages);
 	ctl_put(out, &n, max, "pool_limit_bytes", d->pool_limit);
 	ctl_put(out, &n, max, "pool_limit_hit", d->st.pool_limit_hit);
@@ -55,6 +59,8 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "swap_read_bytes", d->st.swap_read_bytes);
 	ctl_put(out, &n, max, "writeback_errors", d->st.writeback_errors);
 	ctl_put(out, &n, max, "swap_read_errors", d->st.swap_read_errors);
+	ctl_put(out, &n, max, "readahead_pages", d->st.readahead_pages);
+	ctl_put(out, &n, max, "readahead_hits", d->st.readahead_hits);
 	ctl_put(out, &n, max, "reject_compress_poor", d->st.reject_compress_poor);
 	ctl_put(out, &n, max, "reject_alloc_fail", d->st.reject_alloc_fail);
 	ctl_put(out, &n, max, "stores", d->st.stores);
@@ -63,6 +69,7 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "targets", targets);
 	ctl_put(out, &n, max, "zero_fills", d->st.zero_fills);
 	ctl_put(out, &n, max, "faults_deferred", d->st.faults_deferred);
+	ctl_put(out, &n, max, "hot_skips", d->st.hot_skips);
 	ctl_put(out, &n, max, "evict_batches", d->st.evict_batches);
 	ctl_put(out, &n, max, "evict_errors", d->st.evict_errors);
 	ctl_put(out, &n, max, "uffd_errors", d->st.uffd_errors);
@@ -115,6 +122,9 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		ti->loads = t->loads;
 		ti->invalidates = t->invalidates;
 		ti->limit_bytes = t->limit_bytes;
+		ti->hot_pages = t->hot ? hot_count(t->hot, now_usec() / 1000,
+						   c->d->cfg.hot_window_seconds * 1000ull)
+				       : 0;
 		n++;
 	}
 	r = proto_send(c->w.fd, ZS_LIST_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);

@@ -63,6 +63,9 @@ struct stats {
 	uint64_t swap_reads, swap_read_bytes;	/* cumulative */
 	uint64_t writeback_errors;   /* cumulative: writes that failed or found the file full */
 	uint64_t swap_read_errors;   /* cumulative: pages lost to a failed read (poisoned) */
+	uint64_t readahead_pages;    /* cumulative: pages read back ahead of a fault */
+	uint64_t readahead_hits;     /* cumulative: of those, faulted on while in the pool */
+	uint64_t hot_skips;	     /* cumulative: resident pages left alone because they came back lately */
 };
 
 enum entry_kind {
@@ -81,6 +84,8 @@ struct entry {
 	uint16_t len;
 	uint8_t kind;
 	uint8_t where;
+	uint8_t readahead;  /* brought back by readahead, not yet used */
+	uint8_t ra_pending; /* a readahead read is under way */
 	uint64_t val;
 	uint64_t disk;
 	struct entry *lru_prev, *lru_next; /* the writeback LRU, while IN_POOL */
@@ -142,6 +147,7 @@ struct batch {
 struct reclaim {
 	struct conn *conn; /* NULL if the requester went away, or internal */
 	bool internal;	   /* started by the limit, not by a zswapctl: nobody to answer */
+	bool idle_only;	   /* idle eviction: never take a page that came back lately */
 	uint32_t seq;
 	uint64_t want_pages;
 	uint64_t scan_start; /* where the clock hand was when it began */
@@ -177,8 +183,10 @@ struct target {
 	struct reclaim *reclaim;
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
+	struct hot *hot;      /* pages faulted back lately (hot.h); NULL until the first */
 	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
 	struct wb_io *reads;	/* swap file reads under way for our faults */
+	uint64_t last_swapin;	/* address of the last fault served from the swap file */
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
 	bool dead;	      /* mm gone: free at the end of this loop turn */
@@ -189,6 +197,7 @@ struct target {
 
 struct daemon {
 	struct cfg cfg;
+	struct cfg file_cfg; /* what the config file said, before command-line overrides */
 	char cfg_path[CFG_PATH_MAX * 2];
 	int epfd;
 	struct watch listen_w;
@@ -215,6 +224,7 @@ struct daemon {
 	uint64_t last_housekeeping_usec;
 	uint64_t spin_mark; /* faults served when the loop last polled */
 	uint64_t last_limit_usec;
+	uint64_t last_idle_usec;
 	int exit_code;
 };
 
@@ -267,6 +277,7 @@ int wb_open(struct daemon *d);
 void wb_close(struct daemon *d);
 void wb_run(struct daemon *d);
 int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e);
+void wb_readahead(struct target *t, uint64_t addr);
 int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
 void wb_forget_target(struct target *t);
 void wb_entry_freed(struct daemon *d, struct entry *e);
@@ -295,9 +306,13 @@ int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
+int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
+void reclaim_idle_sweep(struct daemon *d);
+void target_note_refault(struct target *t, uint64_t addr);
+bool target_is_hot(const struct target *t, uint64_t pgno);
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 void reclaim_cancel(struct target *t, int err);

@@ -86,7 +86,15 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 		struct batch_run *run = &b->runs[i];
 		uint64_t run_end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
 
-		if (start == run->drop_cursor && end <= run_end && end > start) {
+		if (start >= run->drop_cursor && end <= run_end && end > start) {
+			/* The agent skips vetoed pages, so a drop may start past a hole. */
+			const volatile uint8_t *veto = ZS_STAGING_VETO(t->staging, t->staging_pages);
+			bool holes_vetoed = true;
+
+			for (uint64_t a = run->drop_cursor; a < start; a += ZS_PAGE_SIZE)
+				holes_vetoed &= veto[run->slot + ((a - run->addr) >> ZS_PAGE_SHIFT)] != 0;
+			if (!holes_vetoed)
+				continue;
 			run->drop_cursor = end;
 			return true;
 		}
@@ -261,6 +269,21 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 	return r == -EEXIST ? 0 : r;
 }
 
+/*
+ * Our agent wrote to a page of its own batch (something between it and the
+ * kernel, an interposed library or a sanitizer, touched app memory).  It
+ * must not wait on itself: veto the drop of that page (the agent checks right
+ * before MADV_DONTNEED; it is stopped in this fault until we answer, so it
+ * sees the veto) and lift the protection so it can go on.  The page stays
+ * resident and is left out of the commit.
+ */
+int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot)
+{
+	ZS_STAGING_VETO(t->staging, t->staging_pages)[slot] = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return uffd_unprotect(t, addr, ZS_PAGE_SIZE);
+}
+
 static int evict_register(struct target *t, uint64_t start, uint64_t end)
 {
 	struct uffdio_register reg = {
@@ -283,6 +306,11 @@ static int evict_protect(struct target *t, uint64_t addr, uint64_t len)
 	if (ioctl(t->uffd_w.fd, UFFDIO_WRITEPROTECT, &wp) < 0)
 		return -errno;
 	return 0;
+}
+
+static bool evict_skip_hot(uint64_t pgno, void *ctx)
+{
+	return target_is_hot(ctx, pgno);
 }
 
 static int evict_read_vmas(struct target *t, struct vma **ret_vmas, size_t *ret_n)
@@ -327,11 +355,24 @@ static int evict_pick(struct target *t, struct vmscan_run *runs, struct vmscan_r
 		r = -errno;
 		goto out;
 	}
-	/* One eviction batch scans at most one sweep of the address space. */
+	/* One eviction batch scans at most one sweep of the address space,
+	 * passing over pages that came back lately (hot.h).  If that leaves
+	 * nothing, a limit or an explicit reclaim still has to make progress:
+	 * then the hot pages go too, oldest-visited first. */
 	r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
-			vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, res);
+			vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_hot, t, res);
+	/* Under half a batch of cold pages left: a limit or a reclaim must still
+	 * converge, so pick again from the same place with the hot pages in. */
+	if (r == 0 && res->npages < t->staging_pages / 2 && !(rc && rc->idle_only)) {
+		uint64_t skipped = res->skipped;
+
+		r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
+				vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, NULL, NULL, res);
+		res->skipped = skipped;
+	}
 	if (r < 0)
 		goto out;
+	t->d->st.hot_skips += res->skipped;
 	t->scan_cursor = res->cursor;
 	if (rc) {
 		rc->reply.scanned_pages += res->scanned;
@@ -430,6 +471,7 @@ int evict_start(struct target *t)
 		r = 0;
 		goto out;
 	}
+	memset((void *)ZS_STAGING_VETO(t->staging, t->staging_pages), 0, t->staging_pages);
 	t->batch = b;
 	r = evict_send(t, b);
 	if (r < 0) {
@@ -539,7 +581,7 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 			int r;
 
-			if (b->dead[slot] || b->restored[slot])
+			if (b->dead[slot] || b->restored[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
 				continue; /* discarded by the app (zeros), or resident again */
 			r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
 			if (r < 0) {

@@ -124,7 +124,14 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 	if (e->where == ENTRY_ON_DISK) {
 		/* Answered when the block arrives (wb_read_done). */
 		r = wb_read(t, msg, e);
+		if (r == 0)
+			wb_readahead(t, addr);
 		return r < 0 ? -EAGAIN : 0;
+	}
+	if (e->readahead) {
+		d->st.readahead_hits++;
+		e->readahead = 0;
+		wb_readahead(t, addr); /* a sequential reader keeps its readahead going */
 	}
 	if (entry_is_zero(e) && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE)) {
 		r = fault_zeropage(t, addr);
@@ -144,6 +151,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
 		idx_erase(t->idx, pgno);
 		t->compressed_bytes -= e->len;
+		target_note_refault(t, addr);
 		t->loads++;
 		d->st.loads++;
 		entry_put(d, e);
@@ -202,9 +210,12 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
 		fault_learn_pid(t, msg);
 
 	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-		/* In a batch: the commit lifts it.  Elsewhere: a leftover, lift now. */
-		if (!evict_in_flight(t, addr, NULL))
+		/* In a batch: the commit lifts it (our own agent: at once, with a
+		 * veto on dropping the page).  Elsewhere: a leftover, lift now. */
+		if (!evict_in_flight(t, addr, &slot))
 			uffd_unprotect(t, addr, ZS_PAGE_SIZE);
+		else if (ptid == t->agent_tid)
+			evict_serve_agent_wp(t, addr, slot);
 		return;
 	}
 	if (evict_in_flight(t, addr, &slot)) {

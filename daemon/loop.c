@@ -54,6 +54,7 @@ static void loop_housekeeping(struct daemon *d)
 		if (tick)
 			d->last_limit_usec = now;
 		reclaim_enforce_limits(d, tick);
+		reclaim_idle_sweep(d);
 	}
 
 	if (now - d->last_housekeeping_usec < LOOP_TICK_MS * 1000u)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -112,6 +113,7 @@ static int load_config(struct daemon *d, const struct args *a)
 			fprintf(stderr, "zswapd: %s\n", err);
 			return r;
 		}
+		d->file_cfg = d->cfg;
 		snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", path);
 	}
 	env = getenv(ZSWAP_SOCKET_ENV);
@@ -208,20 +210,32 @@ static int setup_listen(struct daemon *d)
 /* SIGHUP: re-read the config and apply what can change live. */
 static void reload_config(struct daemon *d)
 {
-	struct cfg c = d->cfg;
+	const struct cfg *old = &d->file_cfg;
+	struct cfg c;
 	char err[512];
 
 	if (!d->cfg_path[0]) {
 		log_info("SIGHUP: no config file to re-read");
 		return;
 	}
+	/* Over the defaults, as at start: a deleted line means the default. */
+	cfg_defaults(&c);
 	if (cfg_parse_file(&c, d->cfg_path, err, sizeof(err)) < 0) {
 		log_error("SIGHUP: %s; keeping the running configuration", err);
 		return;
 	}
-	if (strcmp(c.socket, d->cfg.socket) || c.compressor != d->cfg.compressor ||
-	    c.evict_batch_pages != d->cfg.evict_batch_pages || c.mlock != d->cfg.mlock)
-		log_warning("SIGHUP: socket, compressor, evict_batch_pages and mlock change only at restart");
+	/* Compared with what the file said before, not with the running values,
+	 * which -s, $ZSWAP_SOCKET and --compressor may have overridden. */
+	if (strcmp(c.socket, old->socket) || c.compressor != old->compressor ||
+	    c.evict_batch_pages != old->evict_batch_pages || c.mlock != old->mlock ||
+	    strcmp(c.swap_file, old->swap_file) || c.swap_file_size != old->swap_file_size)
+		log_warning("SIGHUP: socket, compressor, evict_batch_pages, mlock and the swap file "
+			    "change only at restart");
+	d->file_cfg = c;
+	d->cfg.fault_spin_usec = c.fault_spin_usec;
+	d->cfg.readahead_pages = c.readahead_pages;
+	d->cfg.hot_window_seconds = c.hot_window_seconds;
+	d->cfg.idle_evict_seconds = c.idle_evict_seconds;
 	d->cfg.max_pool_percent = c.max_pool_percent;
 	d->cfg.max_pool_bytes = c.max_pool_bytes;
 	d->cfg.accept_threshold_percent = c.accept_threshold_percent;
@@ -385,6 +399,8 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	int ready_fd = -1, r;
 
+	/* A core dump would hold every served process's evicted memory. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (sysconf(_SC_PAGESIZE) != ZS_PAGE_SIZE) {
 		fprintf(stderr, "zswapd: only 4 KiB pages are supported\n");
 		return 1;

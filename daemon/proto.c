@@ -51,7 +51,7 @@ _Static_assert(offsetof(struct zs_evict_done, result) == 16, "zs_evict_done");
 _Static_assert(sizeof(struct zs_reclaim) == 16, "zs_reclaim");
 _Static_assert(sizeof(struct zs_reclaim_reply) == 32, "zs_reclaim_reply");
 _Static_assert(sizeof(struct zs_stat) == 48, "zs_stat");
-_Static_assert(sizeof(struct zs_target_info) == 80, "zs_target_info");
+_Static_assert(sizeof(struct zs_target_info) == 88, "zs_target_info");
 _Static_assert(sizeof(struct zs_limit) == 16, "zs_limit");
 _Static_assert(sizeof(struct zs_limit_reply) == 16, "zs_limit_reply");
 _Static_assert(offsetof(struct zs_error, msg) == 4, "zs_error");

@@ -61,26 +61,53 @@ void reclaim_progress(struct target *t)
 		reclaim_finish(t, r);
 }
 
-int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes)
+static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes,
+			 bool idle_only)
 {
 	struct reclaim *rc;
 
 	if (t->reclaim)
 		return -EBUSY;
-	if (!t->conn || !t->agent_tid)
+	/* Connected but the agent has not said hello yet (a request right after
+	 * start-up can overtake it): the reclaim waits for it, see conn_agent(). */
+	if (!t->conn)
 		return -ENOTCONN;
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -ENOMEM;
 	rc->conn = c;
 	rc->internal = c == NULL;
+	rc->idle_only = idle_only;
 	rc->seq = seq;
 	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
 	rc->scan_start = t->scan_cursor;
 	t->reclaim = rc;
-	if (!t->batch)
+	if (!t->batch && t->agent_tid)
 		reclaim_progress(t);
 	return 0;
+}
+
+int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes)
+{
+	return reclaim_begin(t, c, seq, bytes, false);
+}
+
+/*
+ * idle_evict_seconds: a few times per period, every process gets a sweep
+ * that evicts what did not come back within hot_window_seconds.  A page
+ * touched all the time is evicted once, refaults, and is then protected:
+ * it costs one fault per window, while what stays untouched goes.
+ */
+void reclaim_idle_sweep(struct daemon *d)
+{
+	uint64_t period = (uint64_t)d->cfg.idle_evict_seconds * 1000000u / 4, now = now_usec();
+
+	if (!d->cfg.idle_evict_seconds || now - d->last_idle_usec < period)
+		return;
+	d->last_idle_usec = now;
+	for (struct target *t = d->targets; t; t = t->next)
+		if (!t->dead && !t->reclaim && !t->batch && t->agent_tid)
+			reclaim_begin(t, NULL, 0, UINT64_MAX / 2, true);
 }
 
 void reclaim_cancel(struct target *t, int err)
@@ -115,6 +142,6 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 		rss = kb * 1024;
 		if (rss <= t->limit_bytes + slack / 4)
 			continue;
-		reclaim_start(t, NULL, 0, rss - t->limit_bytes + slack);
+		reclaim_begin(t, NULL, 0, rss - t->limit_bytes + slack, false);
 	}
 }

@@ -24,6 +24,7 @@
 
 #include "compat.h"
 #include "daemon.h"
+#include "hot.h"
 #include "idx.h"
 #include "log.h"
 
@@ -113,7 +114,8 @@ int target_set_pid(struct target *t, pid_t pid)
 /* A staging area of its own for a shim: where its agent copies pages out. */
 static int target_make_staging(struct target *t)
 {
-	size_t len = (size_t)t->d->cfg.evict_batch_pages * ZS_PAGE_SIZE;
+	/* The slots, then the page of veto bytes (ZS_STAGING_VETO). */
+	size_t len = ((size_t)t->d->cfg.evict_batch_pages + 1) * ZS_PAGE_SIZE;
 	void *p;
 	int fd;
 
@@ -242,12 +244,38 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 	return 0;
 }
 
+void target_note_refault(struct target *t, uint64_t addr)
+{
+	if (!t->hot)
+		t->hot = calloc(1, sizeof(*t->hot));
+	if (t->hot)
+		hot_note(t->hot, addr >> ZS_PAGE_SHIFT, now_usec() / 1000);
+}
+
+bool target_is_hot(const struct target *t, uint64_t pgno)
+{
+	return t->hot &&
+	       hot_recent(t->hot, pgno, now_usec() / 1000, t->d->cfg.hot_window_seconds * 1000ull);
+}
+
+/*
+ * The target of a live process.  Pids are reused (pid_max is 32768 here), so
+ * a target whose process went without our noticing yet may carry the same
+ * pid: prefer the one whose shim is connected.
+ */
 struct target *target_by_pid(struct daemon *d, pid_t pid)
 {
-	for (struct target *t = d->targets; t; t = t->next)
-		if (t->pid == pid && !t->dead)
+	struct target *any = NULL;
+
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (t->pid != pid || t->dead)
+			continue;
+		if (t->conn)
 			return t;
-	return NULL;
+		if (!any)
+			any = t;
+	}
+	return any;
 }
 
 bool target_mm_alive(struct target *t)
@@ -338,10 +366,11 @@ static void target_free(struct target *t)
 		conn_close(t->conn, "target gone");
 	}
 	if (t->staging)
-		munmap(t->staging, (size_t)t->staging_pages * ZS_PAGE_SIZE);
+		munmap(t->staging, ((size_t)t->staging_pages + 1) * ZS_PAGE_SIZE);
 	if (t->staging_fd >= 0)
 		close(t->staging_fd);
 	idx_free(t->idx, target_drop_entry, d);
+	free(t->hot);
 	free(t->retry);
 	free(t);
 }

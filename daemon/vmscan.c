@@ -183,9 +183,14 @@ static size_t vmscan_find(const struct vma *vmas, size_t n, uint64_t cursor)
 }
 
 /* Reads pagemap for [addr, end) and adds candidates; stops when the batch is full. */
+struct vmscan_skip {
+	bool (*fn)(uint64_t pgno, void *ctx);
+	void *ctx;
+};
+
 static int vmscan_range(int pagemap_fd, const struct vma *vma, uint64_t addr, uint64_t end,
 			uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs,
-			size_t max_runs, struct vmscan_result *res)
+			size_t max_runs, const struct vmscan_skip *skip, struct vmscan_result *res)
 {
 	uint64_t pm[VMSCAN_WINDOW];
 
@@ -206,7 +211,11 @@ static int vmscan_range(int pagemap_fd, const struct vma *vma, uint64_t addr, ui
 			if (res->npages == max_pages || res->scanned >= max_scan)
 				goto full;
 			if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
-			    (PM_PRESENT | PM_MMAP_EXCLUSIVE)) {
+				    (PM_PRESENT | PM_MMAP_EXCLUSIVE) &&
+			    skip->fn && skip->fn(addr >> ZS_PAGE_SHIFT, skip->ctx)) {
+				res->skipped++;
+			} else if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
+				   (PM_PRESENT | PM_MMAP_EXCLUSIVE)) {
 				struct vmscan_run *last = res->nruns ? &runs[res->nruns - 1] : NULL;
 				bool extends = last && last->addr + ((uint64_t)last->npages
 								     << ZS_PAGE_SHIFT) == addr;
@@ -228,8 +237,9 @@ full:
 
 int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t cursor,
 		uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs, size_t max_runs,
-		struct vmscan_result *ret)
+		bool (*skip)(uint64_t pgno, void *ctx), void *ctx, struct vmscan_result *ret)
 {
+	const struct vmscan_skip sk = { skip, ctx };
 	struct vmscan_result res = { 0 };
 	uint64_t first_start;
 	size_t i, first;
@@ -254,7 +264,7 @@ int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t c
 		if (step == nvmas && i != first)
 			break;
 		r = vmscan_range(pagemap_fd, vma, from, to, max_pages, max_scan, runs, max_runs,
-				 &res);
+				 &sk, &res);
 		if (r != 0)
 			break;
 		i = (i + 1) % nvmas;

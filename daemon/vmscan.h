@@ -5,6 +5,7 @@
 #ifndef ZSWAPD_VMSCAN_H
 #define ZSWAPD_VMSCAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,7 @@ struct vmscan_result {
 	uint32_t npages;
 	uint64_t cursor;  /* where the next pick should start */
 	uint64_t scanned; /* pages looked at */
+	uint64_t skipped; /* candidates that skip() kept */
 };
 
 /*
@@ -44,11 +46,12 @@ struct vmscan_result {
  * that are present and mapped by this process alone (PM_MMAP_EXCLUSIVE:
  * evicting a page still shared copy-on-write with a fork frees nothing),
  * reading pagemap_fd (/proc/PID/pagemap) 512 entries at a time.  Gives up
- * after scanning max_scan pages.  Contiguous pages form one run.
+ * after scanning max_scan pages.  Contiguous pages form one run.  A
+ * candidate for which skip (if not NULL) says true is passed over.
  */
 int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t cursor,
 		uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs, size_t max_runs,
-		struct vmscan_result *ret);
+		bool (*skip)(uint64_t pgno, void *ctx), void *ctx, struct vmscan_result *ret);
 
 /* Sum of the pages in vmas. */
 uint64_t vmscan_total_pages(const struct vma *vmas, size_t n);

@@ -48,7 +48,7 @@
 #define WB_BACKOFF_USEC (5 * 1000000ull) /* after an error, before trying again */
 #define WB_MAX_PER_BLOCK (WB_BLOCK / 16)
 
-enum wb_op { WB_WRITE, WB_READ };
+enum wb_op { WB_WRITE, WB_READ, WB_READAHEAD };
 
 struct wb_io {
 	enum wb_op op;
@@ -57,7 +57,7 @@ struct wb_io {
 	/* write: the entries packed into this block */
 	struct entry *entries[WB_MAX_PER_BLOCK];
 	unsigned nentries;
-	/* read: who waits */
+	/* read: who waits (readahead: nobody; entry only) */
 	struct target *target;
 	struct uffd_msg msg;
 	struct entry *entry;
@@ -142,6 +142,8 @@ static int wb_submit(struct wb *wb, struct wb_io *io)
 		return -EBUSY;
 	if (io->op == WB_WRITE)
 		io_uring_prep_write(sqe, wb->fd, io->buf, WB_BLOCK, io->block * WB_BLOCK);
+	else if (io->op == WB_READAHEAD)
+		io_uring_prep_read(sqe, wb->fd, io->buf, WB_BLOCK, io->block * WB_BLOCK);
 	else
 		io_uring_prep_read(sqe, wb->fd, io->buf, WB_BLOCK, io->block * WB_BLOCK);
 	io_uring_sqe_set_data(sqe, io);
@@ -209,6 +211,7 @@ static int wb_write_one(struct daemon *d)
 			break;
 		memcpy(io->buf + off, pool_map(d->pool, e->val), e->len);
 		lru_del(d, e);
+		e->readahead = 0; /* read ahead and never used: written back again */
 		entry_get(e); /* the write holds it until it completes */
 		e->where = ENTRY_WRITING;
 		e->disk = io->block * WB_BLOCK + off;
@@ -402,6 +405,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	r = fault_copy_page(t, addr, d->page_buf);
 	if ((r == 0 || r == -EEXIST) && idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT) == e) {
 		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
+		target_note_refault(t, addr);
 		t->loads++;
 		d->st.loads++;
 		t->faults_since_check++;
@@ -410,6 +414,72 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	if (r != 0)
 		uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
 out:
+	entry_put(d, e);
+	wb_io_free(io);
+}
+
+/*
+ * Readahead: faults on written-back pages of one process at consecutive
+ * addresses look sequential, so the next pages are read back into the pool
+ * (their compressed bytes, no decompression) before they are asked for.
+ * A fault that then finds one in the pool counts a readahead hit.
+ */
+static void wb_readahead_one(struct daemon *d, struct entry *e)
+{
+	struct wb_io *io = wb_io_new(WB_READAHEAD);
+
+	if (!io)
+		return;
+	io->block = e->disk / WB_BLOCK;
+	io->entry = e;
+	entry_get(e);
+	e->ra_pending = 1;
+	if (wb_submit(d->wb, io) < 0) {
+		e->ra_pending = 0;
+		entry_put(d, e);
+		wb_io_free(io);
+	}
+}
+
+void wb_readahead(struct target *t, uint64_t addr)
+{
+	struct daemon *d = t->d;
+	bool sequential = t->last_swapin + ZS_PAGE_SIZE == addr;
+
+	t->last_swapin = addr;
+	if (!d->wb || !sequential)
+		return;
+	for (unsigned i = 1; i <= d->cfg.readahead_pages; i++) {
+		struct entry *e = idx_lookup(t->idx, (addr >> ZS_PAGE_SHIFT) + i);
+
+		if (d->wb->inflight >= WB_QUEUE_DEPTH - WB_WRITE_BLOCKS)
+			break;
+		if (e && e->where == ENTRY_ON_DISK && !e->ra_pending)
+			wb_readahead_one(d, e);
+	}
+}
+
+static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
+{
+	struct entry *e = io->entry;
+	uint64_t handle;
+
+	e->ra_pending = 0;
+	/* Still wanted by someone besides us, still on disk, and room in the pool? */
+	if (res == (int)WB_BLOCK && e->refs > 1 && e->where == ENTRY_ON_DISK &&
+	    pool_total_size(d->pool) + e->len <= d->pool_limit &&
+	    pool_alloc(d->pool, e->len, &handle) == 0) {
+		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);
+		wb_block_put(d->wb, e->disk / WB_BLOCK);
+		e->val = handle;
+		e->where = ENTRY_IN_POOL;
+		e->readahead = 1;
+		d->st.compressed_bytes += e->len;
+		d->st.readahead_pages++;
+		d->st.swap_reads++;
+		d->st.swap_read_bytes += WB_BLOCK;
+		wb_lru_add(d, e, false);
+	}
 	entry_put(d, e);
 	wb_io_free(io);
 }
@@ -431,6 +501,8 @@ static void wb_ready(struct daemon *d, struct watch *w, uint32_t events)
 		wb->inflight--;
 		if (io->op == WB_WRITE)
 			wb_write_done(d, io, res);
+		else if (io->op == WB_READAHEAD)
+			wb_readahead_done(d, io, res);
 		else
 			wb_read_done(d, io, res);
 	}

@@ -38,7 +38,8 @@
  *   daemon -> ZS_EVICT {batch, runs[]}
  *   agent     copies each run into its staging slots with process_vm_readv()
  *             on itself (a vanished range is EFAULT, never SIGSEGV), then
- *             MADV_DONTNEED of the copied pages.
+ *             MADV_DONTNEED of the copied pages, except those whose veto
+ *             byte is set (see ZS_STAGING_VETO).
  *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dropped or -errno}
  *   daemon    compresses from staging, commits entries, lifts the
  *             write-protection (which wakes any writer that waited).
@@ -106,6 +107,17 @@ struct zs_hello {
 struct zs_uffd {
 	uint64_t beacon; /* one page the daemon keeps registered and empty */
 };
+
+/*
+ * The staging memfd holds staging_pages pages, then one more page of veto
+ * bytes, one per staging slot.  The daemon sets a slot's byte when the
+ * agent itself wrote to that page of the batch (a write-protect fault from
+ * the agent's tid): the page is unprotected so the agent can go on, and the
+ * agent must not drop it, since its copy may already be stale.  The daemon
+ * clears the bytes before every ZS_EVICT; the agent reads them right before
+ * each MADV_DONTNEED.
+ */
+#define ZS_STAGING_VETO(staging, pages) ((volatile uint8_t *)(staging) + (size_t)(pages) * 4096)
 
 struct zs_ready {
 	uint32_t staging_pages;
@@ -190,6 +202,7 @@ struct zs_target_info {
 	uint64_t loads;
 	uint64_t invalidates;
 	uint64_t limit_bytes; /* 0 = none */
+	uint64_t hot_pages;   /* refaulted within hot_window_seconds: the hot-set estimate */
 };
 
 struct zs_error {

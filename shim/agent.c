@@ -11,8 +11,12 @@
  * else's program.
  *
  * It blocks every signal (the app's handlers must not run on it), uses only
- * its own mapped stack and buffer (excluded from eviction), and allocates
- * nothing.  If zswapd vanishes without ZS_BYE, the pages it held are gone:
+ * its own mapped stack and buffer (excluded from eviction), allocates
+ * nothing, and makes its system calls with syscall(2): a wrapper someone
+ * interposed (a sanitizer, a tracing library) could otherwise write to app
+ * memory that is write-protected for the very batch the agent is working
+ * on, and the agent would wait on itself.  Should it happen anyway, zswapd
+ * vetoes the drop of that page (ZS_STAGING_VETO) and lets the agent go on.  If zswapd vanishes without ZS_BYE, the pages it held are gone:
  * the agent then refuses to let the app read zeros in their place, and
  * aborts the process at its first fault on a registered page, saying why.
  */
@@ -39,12 +43,33 @@ static uint64_t *agent_buf(void)
 	return (uint64_t *)(shim.area + SHIM_AGENT_STACK);
 }
 
-/* Copies then drops one run; returns the pages dropped or -errno. */
+static pid_t agent_pid;
+
+/* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
+static void agent_drop(const struct zs_run *run, size_t end)
+{
+	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+	size_t i = 0, j;
+
+	while (i < end) {
+		if (veto[run->staging_slot + i]) {
+			i++;
+			continue;
+		}
+		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
+			;
+		syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
+			MADV_DONTNEED);
+		i = j;
+	}
+}
+
+/* Copies then drops one run; returns the pages copied (and dropped unless vetoed) or -errno. */
 static int32_t agent_evict_run(const struct zs_run *run)
 {
 	size_t len = (size_t)run->npages * SHIM_PAGE;
 	struct iovec local, remote;
-	ssize_t n;
+	long n;
 
 	if ((size_t)run->staging_slot * SHIM_PAGE + len > shim.staging_len)
 		return -EINVAL;
@@ -52,7 +77,7 @@ static int32_t agent_evict_run(const struct zs_run *run)
 	local.iov_len = len;
 	remote.iov_base = (void *)(uintptr_t)run->addr;
 	remote.iov_len = len;
-	n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	n = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
 	if (n < 0)
 		return -errno;
 	n /= SHIM_PAGE;
@@ -60,8 +85,56 @@ static int32_t agent_evict_run(const struct zs_run *run)
 	 * holds an entry for a page that may still be mapped, which is
 	 * harmless, while the opposite would lose it. */
 	if (n > 0)
-		madvise(remote.iov_base, (size_t)n * SHIM_PAGE, MADV_DONTNEED);
+		agent_drop(run, (size_t)n);
 	return (int32_t)n;
+}
+
+/* proto_send() without libc's sendmsg wrapper (see the banner). */
+static int agent_send(uint16_t type, uint32_t seq, const void *payload, size_t len)
+{
+	struct zs_hdr h = { .magic = ZS_MAGIC, .version = ZS_VERSION, .type = type,
+			    .len = (uint32_t)len, .seq = seq };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)payload, len } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	long r;
+
+	do
+		r = syscall(SYS_sendmsg, shim.sock, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : 0;
+}
+
+/* proto_recv() likewise; descriptors (none are expected) are closed. */
+static ssize_t agent_recv(void *buf, size_t cap)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { buf, cap };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			    .msg_controllen = sizeof(cbuf.buf) };
+	const struct zs_hdr *h;
+	long n;
+
+	n = syscall(SYS_recvmsg, shim.sock, &m, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int fds[PROTO_MAX_FDS];
+			size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			memcpy(fds, CMSG_DATA(c), nfds * sizeof(int));
+			for (size_t i = 0; i < nfds; i++)
+				syscall(SYS_close, fds[i]);
+		}
+	}
+	if (n == 0)
+		return 0;
+	if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EMSGSIZE;
+	return proto_check(buf, (size_t)n, &h) < 0 ? -EBADMSG : n;
 }
 
 static int agent_evict(const struct zs_hdr *h)
@@ -81,8 +154,8 @@ static int agent_evict(const struct zs_hdr *h)
 	reply->done.batch = batch;
 	reply->done.nruns = nruns;
 	reply->done.pad = 0;
-	return proto_send(shim.sock, ZS_EVICT_DONE, h->seq, reply,
-			  sizeof(struct zs_evict_done) + nruns * sizeof(int32_t), NULL, 0);
+	return agent_send(ZS_EVICT_DONE, h->seq, reply,
+			  sizeof(struct zs_evict_done) + nruns * sizeof(int32_t));
 }
 
 /* zswapd died holding our pages: never let the app read zeros instead. */
@@ -126,23 +199,21 @@ static void *agent_main(void *arg)
 		},
 	};
 	const struct zs_hdr *h = (const struct zs_hdr *)agent_buf();
-	int fds[PROTO_MAX_FDS], nfds;
 	struct timeval tv = { 0 };
 	ssize_t n;
 
 	(void)arg;
+	agent_pid = (pid_t)syscall(SYS_getpid);
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (proto_send(shim.sock, ZS_AGENT, 3, &hello, sizeof(hello), NULL, 0) < 0)
+	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)
 		return NULL;
 	for (;;) {
-		n = proto_recv(shim.sock, agent_buf(), ZS_MSG_MAX, fds, PROTO_MAX_FDS, &nfds);
+		n = agent_recv(agent_buf(), ZS_MSG_MAX);
 		if (n == -EINTR || n == -EAGAIN)
 			continue;
 		if (n <= 0)
 			break;
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
 		if (h->type == ZS_EVICT) {
 			if (agent_evict(h) < 0)
 				break;

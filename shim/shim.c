@@ -118,7 +118,8 @@ static int shim_map_staging(int memfd)
 	if (ready->page_size != SHIM_PAGE || ready->staging_pages == 0)
 		return -EPROTO;
 	shim.staging_len = (size_t)ready->staging_pages * SHIM_PAGE;
-	p = mmap(NULL, shim.staging_len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	/* + the page of veto bytes */
+	p = mmap(NULL, shim.staging_len + SHIM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	shim.staging = p;
@@ -132,7 +133,7 @@ static void shim_teardown(void)
 	if (shim.uffd >= 0)
 		close(shim.uffd);
 	if (shim.staging)
-		munmap(shim.staging, shim.staging_len);
+		munmap(shim.staging, shim.staging_len + SHIM_PAGE);
 	shim.sock = shim.uffd = -1;
 	shim.staging = NULL;
 }

@@ -123,9 +123,9 @@ def case_figures(d, clk_tck):
     pool = None
     if mode == "zswapd":
         zw, zm = w["zswapd"], m["zswapd"]
-        c["zswapd_delta"] = {k: delta(zm, zw, k) for k in ("loads", "stores", "invalidates",
-                                                             "faults_deferred", "evict_batches",
-                                                             "reject_compress_poor", "pool_limit_hit")}
+        # every counter's change over the window (for the level ones, such as
+        # stored_pages, the change in level); the levels at its end below
+        c["zswapd_delta"] = {k: delta(zm, zw, k) for k in zm if delta(zm, zw, k) is not None}
         c["zswapd_end"] = zm
         c["pages_in"] = c["zswapd_delta"]["loads"]
         c["pages_out"] = c["zswapd_delta"]["stores"]
@@ -186,7 +186,7 @@ def fmt_us(v):
 
 def md_table(cases, size):
     hdr = ["case", "budget", "accesses/s", "p50 µs", "p99 µs", "pages in", "swap I/O MiB",
-           "CPU s proc + daemon", "pool/orig", "resident MiB", "pool MiB", "resident+pool MiB",
+           "CPU s proc + daemon", "pool/orig", "comp/orig", "resident MiB", "pool MiB", "resident+pool MiB",
            "status"]
     rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     for c in cases:
@@ -215,6 +215,7 @@ def md_table(cases, size):
             fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
             cpu if ok else "—",
             fmt(c.get("pool_ratio"), ".3f"),
+            fmt(c.get("compressed_ratio"), ".3f"),
             fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
             fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
             fmt(c.get("resident_plus_pool_mib"), ".0f"),
@@ -243,9 +244,14 @@ How to read it:
 - CPU: the workload's user+sys over the window (the kernel's reclaim, compression and
   swap-in run there) + zswapd's utime+stime.
 - pool/orig: pool_total_size / (stored_pages × 4 KiB) at the end of the window (kernel:
-  /sys/kernel/debug/zswap; Linux 6.18 keeps zero-filled pages out of zswap altogether,
-  while zswapd counts same-filled pages, stored as one word, in stored_pages). resident:
-  the workload's RssAnon at the end of the window.
+  /sys/kernel/debug/zswap; Linux 6.18 keeps zero-filled pages out of zswap altogether and
+  stores incompressible pages raw, while zswapd counts same-filled pages, stored as one
+  word, in stored_pages and leaves pages that compress badly resident). comp/orig:
+  zswapd's compressed_bytes / (stored_pages × 4 KiB) (the kernel does not report its
+  compressed bytes). resident: the workload's RssAnon at the end of the window.
+- After the window every page is read back and checked against what the workload wrote
+  (the budget is lifted first, so that this takes seconds, not minutes); a lost write or
+  a corrupted page fails the run (status CORRUPT, exit 1).
 - OOM-killed: the kernel killed the workload (ANCHORS.md: kernel zswap under small cgroup
   v1 budgets does); reported, not a failure of the benchmark."""
 

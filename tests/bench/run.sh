@@ -22,13 +22,23 @@
 #            zswapd  zswapd (lzo; lz4 and zstd too in the full run), process
 #                    in no cgroup, `zswapctl limit` = budget - pool allowance.
 #          full: S = 1024 MiB, 10 s warm-up + 30 s measured; --quick: 256 MiB,
-#          3 s + 8 s.  -> results/compare.{json,md,png}
+#          3 s + 8 s.  -> results/compare.{json,md,png} (report.py)
+#          The workload stops at handshakes (before the fill, after the
+#          warm-up, after the window) so that the limit is placed before its
+#          memory grows and the counters bracket exactly the window; after
+#          it the budget is lifted and every page is read back and checked.
+#          A kernel case killed by the OOM killer is reported, not failed.
 #
 # Needs root.  For the kernel cases it switches on a swap file, zswap and a
 # memory cgroup; the EXIT trap puts the machine back as it found it (swap
 # file off and removed, zswap parameters restored, cgroup removed, debugfs
-# unmounted if we mounted it) on every exit path, and a run killed with
-# SIGKILL is cleaned up by the next one (preflight_cleanup).
+# unmounted if we mounted it) on every exit path.  A run killed with SIGKILL
+# runs no trap: what it changed is written down in $STATE as it goes, and
+# the next run puts it back first (recover_stale).
+#
+# BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
+# (for trying things out; the results say what was used).  BENCH_KEEP=DIR
+# keeps the raw per-case figures there (report.py --cases DIR re-reads them).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,10 +56,9 @@ done
 mkdir -p "$OUT"
 
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (zswapd uses /dev/userfaultfd)"; exit 1; }
-cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
-cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
 
 # Everything this script changes on the machine, so cleanup() can undo it.
+STATE=/var/tmp/zswapd-bench.state       # what a SIGKILLed run left behind
 SWAPFILE=/var/tmp/zswapd-bench.swap     # fixed name: a later run can find a stale one
 CGROOT=/sys/fs/cgroup/memory
 CGPREFIX=zswapd-bench.
@@ -58,10 +67,22 @@ DEBUGFS=/sys/kernel/debug
 ZSWAP_SAVED=                            # "enabled compressor max_pool_percent" once changed
 DEBUGFS_MOUNTED=0
 CG=                                     # the memory cgroup of the current case
-DPID='' WPID='' LPID=''                 # zswapd, workload, fallback limiter loop
+DPID='' WPID='' LPID='' KPID=''         # zswapd, workload, fallback limiter, budget keeper
+
+# One run at a time: two would share the swap file and the zswap knobs.  The
+# lock is on this script itself; children are started with 9>&- so that an
+# orphan never holds it.
+exec 9<"$0"
+flock -n 9 || { echo "bench: another benchmark run is going on ($0 is locked)" >&2; exit 1; }
+
+cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
 
 TMP=$(mktemp -d /tmp/zswapd-bench.XXXXXX)
 export ZSWAP_SOCKET=$TMP/zswapd.sock
+
+state_add() { echo "$*" >>"$STATE"; }
+state_drop_pid() { if [ -f "$STATE" ]; then sed -i "/^pid $1 /d" "$STATE"; fi; }
 
 swap_off() {
 	if grep -q "^$SWAPFILE " /proc/swaps; then swapoff "$SWAPFILE"; fi
@@ -90,6 +111,7 @@ cleanup() {
 	set +e
 	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null
 	[ -n "$LPID" ] && kill "$LPID" 2>/dev/null
+	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null
 	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null
 	wait 2>/dev/null
 	swap_off
@@ -97,20 +119,68 @@ cleanup() {
 	zswap_restore
 	cgroup_remove
 	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
+	rm -f "$STATE"
+	[ -n "${BENCH_KEEP:-}" ] && [ -d "$TMP/cases" ] && rm -rf "$BENCH_KEEP" && cp -r "$TMP/cases" "$BENCH_KEEP"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP    # through the EXIT trap
 
+# pid_is PID EXE: PID is still that program (and not a reused pid).
+pid_is() { [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$2" ]; }
+
+# A run killed with SIGKILL left its processes, swap file, zswap settings,
+# cgroup or debugfs mount behind: undo all that before measuring anything.
+recover_stale() {
+	local what a b c d
+	if [ -f "$STATE" ]; then
+		echo "bench: a previous run did not clean up; restoring from $STATE" >&2
+		# Workloads first, then their daemons (TERM: a daemon gives back
+		# what it holds before it exits), so swap and cgroups come free.
+		while read -r what a b; do
+			if [ "$what" = pid ] && [ "${b##*/}" = workload ] && pid_is "$a" "$b"; then
+				kill -KILL "$a"
+			fi
+		done <"$STATE"
+		while read -r what a b; do
+			if [ "$what" = pid ] && [ "${b##*/}" = zswapd ] && pid_is "$a" "$b"; then
+				kill -TERM "$a"
+				for _ in $(seq 100); do pid_is "$a" "$b" || break; sleep 0.1; done
+			fi
+		done <"$STATE"
+		while read -r what a b c; do
+			case $what in
+			zswap) ZSWAP_SAVED="$a $b $c"; zswap_restore ;;
+			debugfs) if mountpoint -q "$DEBUGFS"; then umount "$DEBUGFS"; fi ;;
+			esac
+		done <"$STATE"
+	fi
+	swap_off
+	rm -f "$SWAPFILE"
+	for d in "$CGROOT/$CGPREFIX"*; do
+		[ -d "$d" ] || continue
+		for _ in $(seq 50); do [ -z "$(cat "$d/tasks")" ] && break; sleep 0.1; done
+		if rmdir "$d" 2>/dev/null; then
+			echo "bench: removed stale cgroup $d" >&2
+		else
+			echo "bench: WARNING: stale cgroup $d still has tasks, leaving it" >&2
+		fi
+	done
+	rm -f "$STATE"
+}
+recover_stale
+
 start_daemon() {  # COMPRESSOR [CONFIG]
-	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${2:+-c "$2"} 2>"$TMP/daemon.log" &
+	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${2:+-c "$2"} 2>"$TMP/daemon.log" 9>&- &
 	DPID=$!
+	state_add "pid $DPID $B/zswapd"
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && return 0; sleep 0.05; done
 	cat "$TMP/daemon.log"; return 1
 }
 stop_daemon() {
 	kill -TERM "$DPID" 2>/dev/null || true
 	wait "$DPID" || echo "bench: zswapd exited with $?" >&2
+	state_drop_pid "$DPID"
 	DPID=
 }
 
@@ -147,19 +217,6 @@ EOF
 
 # ---------------------------------------------------------------- compare
 
-# A run killed with SIGKILL left its swap file on, or its cgroup behind:
-# undo that first, so that this run measures a clean machine.
-preflight_cleanup() {
-	local d
-	swap_off
-	rm -f "$SWAPFILE"
-	for d in "$CGROOT/$CGPREFIX"*; do
-		[ -d "$d" ] || continue
-		if [ -n "$(cat "$d/tasks")" ]; then echo "bench: $d still has tasks, leaving it" >&2; continue; fi
-		rmdir "$d" && echo "bench: removed stale cgroup $d" >&2
-	done
-}
-
 # The kernel cases need the machine's swap to be ours alone: someone else's
 # swap device would take part of the load and make the figures meaningless.
 kernel_cases_possible() {
@@ -178,6 +235,7 @@ zswap_set() {  # ENABLED(Y|N)
 	local pct need
 	if [ -z "$ZSWAP_SAVED" ]; then
 		ZSWAP_SAVED="$(cat "$ZSWAP/enabled") $(cat "$ZSWAP/compressor") $(cat "$ZSWAP/max_pool_percent")"
+		state_add "zswap $ZSWAP_SAVED"
 	fi
 	echo N >"$ZSWAP/enabled"
 	echo lzo >"$ZSWAP/compressor"
@@ -200,7 +258,9 @@ kernel_setup() {  # MODE BUDGET_MIB
 	swapon "$SWAPFILE"
 	if [ "$1" = zswap ]; then zswap_set Y; else zswap_set N; fi
 	if [ "$1" = zswap ] && ! mountpoint -q "$DEBUGFS"; then
-		mount -t debugfs none "$DEBUGFS" && DEBUGFS_MOUNTED=1
+		state_add debugfs
+		mount -t debugfs none "$DEBUGFS"
+		DEBUGFS_MOUNTED=1
 	fi
 	CG=$CGROOT/$CGPREFIX$$
 	mkdir "$CG"
@@ -222,8 +282,11 @@ alive() {  # PID: running, not a zombie
 # wait_phase N SECONDS: until the workload has printed its Nth handshake
 # line ("..., waiting for SIGUSR1").  1: it died first; 2: timed out.
 wait_phase() {
-	local deadline=$((SECONDS + $2))
-	while [ "$(grep -c 'waiting for SIGUSR1' "$CASE/workload.err")" -lt "$1" ]; do
+	local deadline=$((SECONDS + $2)) n
+	while :; do
+		# (the file may not exist yet: the shell creates it as it forks)
+		n=$(grep -c 'waiting for SIGUSR1' "$CASE/workload.err" 2>/dev/null) || n=0
+		[ "$n" -lt "$1" ] || return 0
 		alive "$WPID" || return 1
 		[ $SECONDS -lt $deadline ] || return 2
 		sleep 0.05
@@ -266,19 +329,61 @@ limiter_loop() {  # PID LIMIT_KB
 	done
 }
 
+# During the warm-up only, once a second: aim the limit at budget - pool as
+# the pool settles.  The first limit comes from micro's figures (below), but
+# the workload's writes make pages compress worse than micro's, so the pool
+# ends up larger; L = B - pool(L) converges in a few steps (pool grows by
+# only ~q for each byte L shrinks).  Fixed from the measured window on.
+budget_keeper() {  # PID BUDGET_MIB
+	local pool lim
+	while sleep 1 && alive "$1"; do
+		pool=$("$B/zswapctl" stats | awk '$1 == "pool_total_size" { print $2 }')
+		[ -n "$pool" ] || break
+		lim=$(($2 - (pool + 1048575) / 1048576))
+		[ $lim -ge 4 ] || lim=4
+		"$B/zswapctl" limit "$1" "${lim}M" >/dev/null || break
+		echo "$lim" >"$CASE/limit.final"
+	done
+}
+
 # The workload has allocated but not filled: make sure zswapd serves it,
 # then put the limit in place before its memory grows.
-zswapd_attach() {  # LIMIT_MIB
+zswapd_attach() {  # LIMIT_MIB BUDGET_MIB
 	if ! "$B/zswapctl" list | awk -v p="$WPID" '$1 == p { f = 1 } END { exit !f }'; then
 		echo "bench: pid $WPID is not served by zswapd" >&2
 		return 1
 	fi
 	if [ "$HAVE_LIMIT" -eq 1 ]; then
 		"$B/zswapctl" limit "$WPID" "${1}M" >"$CASE/limit.txt"
+		budget_keeper "$WPID" "$2" 9>&- &
+		KPID=$!
 	else
-		limiter_loop "$WPID" $(($1 * 1024)) &
+		limiter_loop "$WPID" $(($1 * 1024)) 9>&- &
 		LPID=$!
 	fi
+}
+
+stop_keeper() {
+	if [ -n "$KPID" ]; then kill "$KPID" 2>/dev/null || true; wait "$KPID" 2>/dev/null || true; KPID=; fi
+}
+
+# After the measured window, before the verification: the verification reads
+# every page back from wherever it went (swap, zswap, zswapd) -- that is the
+# point of it -- but under the budget each page read would evict another, at
+# disk speed for swap, tens of seconds per case.  Nothing is measured then,
+# so the budget is lifted and the pages just come back.
+lift_limit() {  # MODE
+	case $1 in
+	swap | zswap) echo -1 >"$CG/memory.limit_in_bytes" ;;
+	zswapd)
+		if [ "$HAVE_LIMIT" -eq 1 ]; then
+			"$B/zswapctl" limit "$WPID" none >/dev/null
+		elif [ -n "$LPID" ]; then
+			kill "$LPID" 2>/dev/null || true
+			wait "$LPID" 2>/dev/null || true
+			LPID=
+		fi ;;
+	esac
 }
 
 # How much of the budget to leave to zswapd's pool, so that resident + pool
@@ -286,6 +391,7 @@ zswapd_attach() {  # LIMIT_MIB
 # of pool per byte stored, q measured by micro on the same page mix in this
 # run (pool bytes per stored page / 4096), so B = L + (S - L) q gives
 # L = (B - S q) / (1 - q).  Falls back on q = 0.25 with no micro figures.
+# That is the first aim; budget_keeper corrects it during the warm-up.
 zswapd_limit_mib() {  # COMPRESSOR BUDGET_MIB
 	python3 - "$OUT/micro.json" "$1" "$SIZE" "$2" <<'EOF'
 import json, sys
@@ -314,13 +420,13 @@ run_case() {
 
 	case $mode in
 	ram)
-		"${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" &
+		"${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	swap | zswap)
 		kernel_setup "$mode" "$budget"
 		# Into the cgroup before exec, so that every page is charged there.
 		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${wl[@]}" \
-			>"$CASE/workload.json" 2>"$CASE/workload.err" &
+			>"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	zswapd)
 		read -r limit q < <(zswapd_limit_mib "$comp" "$budget")
@@ -328,32 +434,40 @@ run_case() {
 		# the pool limit must not enter the comparison.
 		echo "max_pool_bytes = ${SIZE}M" >"$TMP/zswapd.conf"
 		start_daemon "$comp" "$TMP/zswapd.conf"
-		LD_PRELOAD=$B/libzswap.so "${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" &
+		LD_PRELOAD=$B/libzswap.so "${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	esac
 	WPID=$!
+	state_add "pid $WPID $B/workload"
 
-	# Fill (slow under a small budget), warm-up, window, each with room.
-	if wait_phase 1 60 && { [ "$mode" != zswapd ] || zswapd_attach "$limit"; } &&
-		kill -USR1 "$WPID" && wait_phase 2 $((WARMUP + 300)) &&
-		snapshot w && kill -USR1 "$WPID" && wait_phase 3 $((SECS + 120)) &&
-		snapshot m && kill -USR1 "$WPID"; then
-		# verification reads every page back: at disk speed under swap
-		local deadline=$((SECONDS + 600))
+	# Walk it through its handshakes.  Fill (slow under a small budget),
+	# warm-up, window and verification each get generous room; `stage`
+	# says where it stuck if it does.
+	local stage=start-up deadline
+	if wait_phase 1 60 && stage="zswapd attach" &&
+		{ [ "$mode" != zswapd ] || zswapd_attach "$limit" "$budget"; } &&
+		kill -USR1 "$WPID" && stage="fill + warm-up" && wait_phase 2 $((WARMUP + 300)) &&
+		stop_keeper && snapshot w && kill -USR1 "$WPID" && stage="measured window" &&
+		wait_phase 3 $((SECS + 120)) && snapshot m && lift_limit "$mode" &&
+		kill -USR1 "$WPID"; then
+		stage=verification deadline=$((SECONDS + 600))
 		while alive "$WPID" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 	fi
 	if alive "$WPID"; then
 		kill -KILL "$WPID"
-		status=timeout
+		status="stuck in $stage, killed"
 	fi
-	wait "$WPID" || rc=$?
+	wait "$WPID" 2>/dev/null || rc=$?
+	state_drop_pid "$WPID"
 	WPID=
 	if [ -n "$LPID" ]; then kill "$LPID" 2>/dev/null || true; wait "$LPID" 2>/dev/null || true; LPID=; fi
+	stop_keeper
+	[ -f "$CASE/limit.final" ] && limit=$(cat "$CASE/limit.final")
 
 	if [ -n "$CG" ]; then
 		oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
 	fi
-	if [ "$status" = timeout ]; then
+	if [ "$status" != ok ]; then
 		:
 	elif [ $rc -eq 0 ]; then
 		status=ok
@@ -396,9 +510,10 @@ EOF
 }
 
 run_compare() {
-	local b pct comps=lzo
+	local b c comps=lzo
 	SIZE=1024 SECS=30 WARMUP=10
 	[ $QUICK -eq 1 ] && SIZE=256 SECS=8 WARMUP=3
+	SIZE=${BENCH_SIZE_MIB:-$SIZE} SECS=${BENCH_SECONDS:-$SECS} WARMUP=${BENCH_WARMUP:-$WARMUP}
 	[ $QUICK -eq 1 ] || comps="lzo lz4 zstd"
 	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
 	HAVE_LIMIT=0
@@ -407,7 +522,6 @@ run_compare() {
 	local budgets="$((SIZE / 2)) $((SIZE / 4))" kernel=1
 	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
 	NCASES=$((1 + 2 * ($(echo $comps | wc -w) + 2 * kernel)))
-	[ $kernel -eq 1 ] && preflight_cleanup
 	local load
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -421,15 +535,16 @@ run_compare() {
 	done
 	rm -f "$SWAPFILE"
 
-	local cmd="tests/bench/run.sh $*"
-	[ -n "${MAKELEVEL:-}" ] && cmd="make bench$([ $QUICK -eq 1 ] && echo -quick) ($cmd)"
+	local cmd="tests/bench/run.sh${*:+ $*}" target=bench
+	[ $QUICK -eq 1 ] && target=bench-quick
+	[ -n "${MAKELEVEL:-}" ] && cmd="make $target ($cmd)"
 	if ! command -v gnuplot >/dev/null; then
 		# Only the plot needs it; .ci/deps does not install it (yet).
 		apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 ||
 			echo "bench: no gnuplot (apt-get install gnuplot-nox): no compare.png" >&2
 	fi
 	python3 "$ROOT/tests/bench/report.py" --cases "$TMP/cases" --out "$OUT" \
-		--host "$host, $((MEMTOTAL_MIB / 1024)) GiB, $(. /etc/os-release && echo "$PRETTY_NAME"), swap file on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE)" \
+		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap file on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE)" \
 		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
 		--warmup "$WARMUP" --limit-cmd "$([ $HAVE_LIMIT -eq 1 ] && echo limit || echo 'reclaim loop')" \
 		--kernel-skip "${KERNEL_SKIP:-}"

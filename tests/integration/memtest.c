@@ -18,8 +18,9 @@
  *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
  *   memtest plain MIB                            fill and verify, no zswapd needed
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
- *   memtest hold MIB                             fill, print "ready", read and write random
- *                                                pages until SIGUSR1, then verify (for limits)
+ *   memtest hold MIB [hot]                       fill, print "ready", read and write random
+ *                                                pages until SIGUSR1, then verify (for limits);
+ *                                                "hot": only ever touch the first quarter
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -575,6 +576,7 @@ static int t_hold(int argc, char **argv)
 	size_t npages = mib * MIB / PAGE, bad = 0;
 	uint8_t *m = map_anon(npages * PAGE);
 	uint64_t *shadow = calloc(npages, sizeof(*shadow)), x = 1, v = 0, touches = 0;
+	bool hot_only = argc > 3 && strcmp(argv[3], "hot") == 0;
 	sigset_t usr1;
 
 	signal(SIGUSR1, on_usr1);
@@ -588,7 +590,7 @@ static int t_hold(int argc, char **argv)
 
 		x = mix64(x);
 		/* Mostly the first quarter (hot), sometimes anywhere. */
-		p = x % 8 ? (x >> 8) % (npages / 4) : (x >> 8) % npages;
+		p = x % 8 || hot_only ? (x >> 8) % (npages / 4) : (x >> 8) % npages;
 		if (x & 0x10000) {
 			v++;
 			memcpy(m + p * PAGE + 8, &v, 8);

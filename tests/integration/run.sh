@@ -89,6 +89,7 @@ run() {
 		SKIP=$((SKIP + 1)); echo "SKIP ($(tail -n1 "$TMP/$name.out"))"
 	else
 		FAIL=$((FAIL + 1)); echo "FAIL"
+		pkill -KILL -f "^$B/tests/" 2>/dev/null # what the failed test left running
 		sed 's/^/    | /' "$TMP/$name.out" | tail -n 40
 		echo "    | --- daemon log:"; tail -n 20 "$TMP/daemon.log" | sed 's/^/    | /'
 	fi
@@ -219,6 +220,48 @@ t_limit() {
 	cat "$TMP/hold.out"
 }
 
+t_pool_honest() {
+	# pool_total_size is memory the daemon really holds: its own RssAnon grows
+	# by that much (plus the index and entries), give or take its buffers.
+	local before after pool meta grown
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 64 >"$TMP/honest.out" &
+	local pid=$!
+	before=$(awk '/^RssAnon/ { print $2 * 1024 }' /proc/"$(dpid)"/status)
+	for _ in $(seq 200); do grep -q evicted "$TMP/honest.out" && break; sleep 0.05; done
+	after=$(awk '/^RssAnon/ { print $2 * 1024 }' /proc/"$(dpid)"/status)
+	pool=$(stat_of pool_total_size); meta=$(stat_of metadata_bytes)
+	grown=$((after - before))
+	echo "result: pool_total_size $((pool >> 10)) KiB + metadata $((meta >> 10)) KiB; daemon RssAnon grew $((grown >> 10)) KiB; packing $(stat_of pool_packing_percent)%"
+	[ "$pool" -gt $((8 << 20)) ]
+	# within 15% + 8 MiB (staging memfd, malloc arenas, read buffers)
+	[ "$grown" -lt $(( (pool + meta) * 115 / 100 + (8 << 20) )) ]
+	[ "$grown" -gt $(( (pool + meta) * 85 / 100 - (8 << 20) )) ]
+	[ "$(stat_of pool_packing_percent)" -ge 85 ]
+	kill -USR1 $pid
+	wait $pid
+}
+
+t_idle_evict() {
+	# idle_evict_seconds without any limit: pages nobody touches go, the hot
+	# quarter that memtest keeps touching is protected once it came back.
+	restart_with "idle_evict_seconds = 2" "hot_window_seconds = 4"
+	LD_PRELOAD=$SHIM "$MEMTEST" hold 64 hot >"$TMP/idle.out" &
+	local pid=$! kb hot
+	for _ in $(seq 200); do grep -q ready "$TMP/idle.out" && break; sleep 0.05; done
+	sleep 4
+	kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
+	hot=$("$CTL" list --json | python3 -c "import json,sys; print([t['hot_pages'] for t in json.load(sys.stdin) if t['pid'] == $pid][0])")
+	echo "result: idle eviction: RssAnon $((kb / 1024)) MiB of 64, hot set $((hot * 4 / 1024)) MiB, hot_skips $(stat_of hot_skips)"
+	[ "$kb" -lt $((32 * 1024)) ]  # the cold three quarters went (16 MiB is hot)
+	[ "$hot" -gt 1000 ]	       # the hot part is known
+	[ "$(stat_of hot_skips)" -gt 0 ]
+	kill -USR1 $pid
+	wait $pid
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
 t_cli_errors() {
 	[ "$(rc "$CTL" reclaim abc 1M 2>"$TMP/e")" = 2 ]; grep -q "not a process id" "$TMP/e"
 	[ "$(rc "$CTL" reclaim 1 12Q 2>"$TMP/e")" = 2 ]; grep -q "not a size" "$TMP/e"
@@ -235,6 +278,13 @@ t_cli_errors() {
 	"$CTL" stats --prometheus | grep -q '^# TYPE zswapd_loads_total counter'
 	"$CTL" stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "stored_pages" in d'
 	"$CTL" list --json | python3 -c 'import json,sys; json.load(sys.stdin)'
+	# A process names itself: its comm must not break the JSON.
+	cp "$MEMTEST" "$TMP/q\"x\\y"
+	LD_PRELOAD=$SHIM "$TMP/q\"x\\y" wait-signal 4 >"$TMP/q.out" &
+	local qpid=$!
+	for _ in $(seq 100); do grep -q evicted "$TMP/q.out" && break; sleep 0.05; done
+	"$CTL" list --json | python3 -c "import json,sys; assert any(t['comm'] == 'q\"x\\\\y' for t in json.load(sys.stdin))"
+	kill -USR1 $qpid; wait $qpid
 	# zswapctl run opts a program in: it shows up in the list while it runs.
 	"$CTL" run -- "$MEMTEST" wait-signal 4 >"$TMP/run.out" &
 	local pid=$!
@@ -323,6 +373,9 @@ t_writeback() {
 	[ "$reads" -gt 1000 ]
 	[ "$wbytes" -lt $((wb * 4096)) ] # packed: less than a page per page
 	[ "$(stat_of writeback_errors)" -eq 0 ]
+	# memtest verifies in address order: sequential swap-ins, so readahead pays.
+	echo "result: readahead: $(stat_of readahead_pages) pages read ahead, $(stat_of readahead_hits) hits"
+	[ "$(stat_of readahead_hits)" -gt 100 ]
 	# O_DIRECT: what was written is not also sitting in the page cache.
 	local cached; cached=$(fincore --bytes --noheadings --output RES "$TMP/swap")
 	echo "result: swap file bytes in page cache: $cached"
@@ -500,6 +553,8 @@ run unprivileged t_unprivileged
 run access_control t_access_control
 run stress_ng t_stress_ng
 run limit t_limit
+run idle_evict t_idle_evict
+run pool_honest t_pool_honest
 run writeback t_writeback
 run writeback_enospc t_writeback_enospc
 run cli_errors t_cli_errors

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 12 /* fields of struct cfg, one key each */
+#define NKEYS 15 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -34,6 +34,9 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_int_eq(a->mlock, b->mlock);
 	ck_assert_str_eq(a->swap_file, b->swap_file);
 	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
+	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
+	ck_assert_uint_eq(a->hot_window_seconds, b->hot_window_seconds);
+	ck_assert_uint_eq(a->idle_evict_seconds, b->idle_evict_seconds);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -48,7 +51,10 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "log_level = debug\n"
 				      "mlock = no\n"
 				      "swap_file = /var/tmp/zswapd.swap\n"
-				      "swap_file_size = 1G\n";
+				      "swap_file_size = 1G\n"
+				      "readahead_pages = 0\n"
+				      "hot_window_seconds = 60\n"
+				      "idle_evict_seconds = 300\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -87,6 +93,9 @@ START_TEST(test_defaults)
 	ck_assert(c.mlock);
 	ck_assert_str_eq(c.swap_file, "");
 	ck_assert_uint_eq(c.swap_file_size, 0);
+	ck_assert_uint_eq(c.readahead_pages, 8);
+	ck_assert_uint_eq(c.hot_window_seconds, 10);
+	ck_assert_uint_eq(c.idle_evict_seconds, 0);
 
 	nondefault(&d);
 	cfg_defaults(&d);
@@ -112,6 +121,9 @@ START_TEST(test_nondefault_differs)
 	ck_assert_int_ne(c.mlock, d.mlock);
 	ck_assert_str_ne(c.swap_file, d.swap_file);
 	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
+	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);
+	ck_assert_uint_ne(c.hot_window_seconds, d.hot_window_seconds);
+	ck_assert_uint_ne(c.idle_evict_seconds, d.idle_evict_seconds);
 }
 END_TEST
 

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * check_vmscan - which mappings zswapd may evict from, read from smaps text
+ * (daemon/vmscan.c), and which it has registered.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "vmscan.h"
+
+struct vma;
+int vmscan_registered(const char *smaps, struct vma **ret_vmas, size_t *ret_n);
+
+/* A trimmed /proc/PID/smaps: only header and VmFlags lines matter. */
+static const char smaps[] =
+	"55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n"
+	"Size:                132 kB\n"
+	"Anonymous:            12 kB\n"
+	"VmFlags: rd wr mr mw me ac sd \n"
+	"7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n"
+	"Size:               4096 kB\n"
+	"AnonHugePages:         0 kB\n"
+	"VmFlags: rd wr mr mw me ac sd um uw \n"
+	"7f0000400000-7f0000500000 rw-p 00000000 00:00 0 \n"
+	"VmFlags: rd wr mr mw me lo ac sd \n"     /* mlocked */
+	"7f0000500000-7f0000600000 rw-p 00000000 00:00 0 \n"
+	"VmFlags: rd wr mr mw me ac dc sd \n"     /* MADV_DONTFORK */
+	"7f0000600000-7f0000700000 rw-p 00000000 00:00 0 \n"
+	"VmFlags: rd wr mr mw me ac wf sd \n"     /* MADV_WIPEONFORK */
+	"7f0000700000-7f0000800000 rw-s 00000000 00:05 1234                       /memfd:x (deleted)\n"
+	"VmFlags: rd wr sh mr mw me ms sd \n"     /* shared */
+	"7f0000800000-7f0000900000 r--p 00000000 00:00 0 \n"
+	"VmFlags: rd mr mw me ac sd \n"           /* read-only */
+	"7f0000900000-7f0000a00000 rw-p 00001000 fe:00 332835                     /usr/lib/libc.so.6\n"
+	"VmFlags: rd wr mr mw me ac sd \n"        /* file-backed private */
+	"7f0000a00000-7f0000b00000 rw-p 00000000 00:00 0 \n"
+	"VmFlags: rd wr mr mw me ac sd ht \n"     /* hugetlb */
+	"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]\n"
+	"VmFlags: rd wr mr mw me gd ac \n";
+
+START_TEST(test_parse_eligible)
+{
+	struct vma *v;
+	size_t n;
+
+	ck_assert_int_eq(vmscan_parse(smaps, NULL, 0, &v, &n), 0);
+	ck_assert_uint_eq(n, 2); /* [heap] and the plain anonymous mapping */
+	ck_assert_uint_eq(v[0].start, 0x55d0c0000000);
+	ck_assert_uint_eq(v[0].end, 0x55d0c0021000);
+	ck_assert_uint_eq(v[1].start, 0x7f0000000000);
+	ck_assert_uint_eq(v[1].end, 0x7f0000400000);
+	ck_assert_uint_eq(vmscan_total_pages(v, n), 0x21 + 0x400);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_parse_excludes_shim)
+{
+	/* The agent's area and the beacon cut holes in a mapping. */
+	const struct zs_range excl[] = { { 0x7f0000100000, 0x1000 }, { 0x7f00003ff000, 0x1000 } };
+	struct vma *v;
+	size_t n;
+
+	ck_assert_int_eq(vmscan_parse(smaps, excl, 2, &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(v[1].start, 0x7f0000000000);
+	ck_assert_uint_eq(v[1].end, 0x7f0000100000);
+	ck_assert_uint_eq(v[2].start, 0x7f0000101000);
+	ck_assert_uint_eq(v[2].end, 0x7f00003ff000);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_parse_empty_and_garbage)
+{
+	struct vma *v = NULL;
+	size_t n = 7;
+
+	ck_assert_int_eq(vmscan_parse("", NULL, 0, &v, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	ck_assert_int_eq(vmscan_parse("nonsense\nVmFlags: rd wr\n\n", NULL, 0, &v, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_registered)
+{
+	struct vma *v;
+	size_t n;
+
+	ck_assert_int_eq(vmscan_registered(smaps, &v, &n), 0);
+	ck_assert_uint_eq(n, 1); /* only the mapping flagged um/uw */
+	ck_assert_uint_eq(v[0].start, 0x7f0000000000);
+	free(v);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vmscan");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_parse_eligible);
+	tcase_add_test(tc, test_parse_excludes_shim);
+	tcase_add_test(tc, test_parse_empty_and_garbage);
+	tcase_add_test(tc, test_registered);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
