@@ -125,7 +125,8 @@ static bool stat_is_gauge(const char *name)
 					      "compressed_bytes",  "same_filled_pages",
 					      "pool_limit_bytes",  "targets",
 					      "metadata_bytes",	   "swap_used_bytes",
-					      "pool_packing_percent" };
+					      "pool_packing_percent", "raw_pages",
+					      "pool_fragmented_bytes" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(name, gauges[i]) == 0)

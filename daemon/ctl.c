@@ -70,6 +70,10 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "zero_fills", d->st.zero_fills);
 	ctl_put(out, &n, max, "faults_deferred", d->st.faults_deferred);
 	ctl_put(out, &n, max, "hot_skips", d->st.hot_skips);
+	ctl_put(out, &n, max, "poor_skips", d->st.poor_skips);
+	ctl_put(out, &n, max, "raw_pages", d->st.raw_pages);
+	ctl_put(out, &n, max, "compacted_bytes", d->st.compacted_bytes);
+	ctl_put(out, &n, max, "pool_fragmented_bytes", pool_fragmented_bytes(d->pool));
 	ctl_put(out, &n, max, "evict_batches", d->st.evict_batches);
 	ctl_put(out, &n, max, "evict_errors", d->st.evict_errors);
 	ctl_put(out, &n, max, "uffd_errors", d->st.uffd_errors);

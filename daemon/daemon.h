@@ -66,11 +66,15 @@ struct stats {
 	uint64_t readahead_pages;    /* cumulative: pages read back ahead of a fault */
 	uint64_t readahead_hits;     /* cumulative: of those, faulted on while in the pool */
 	uint64_t hot_skips;	     /* cumulative: resident pages left alone because they came back lately */
+	uint64_t poor_skips;	     /* cumulative: pages not tried again because they compressed poorly */
+	uint64_t raw_pages;	     /* level: refused pages we could not put back at once, kept raw */
+	uint64_t compacted_bytes;    /* cumulative: pool memory given back by compaction */
 };
 
 enum entry_kind {
 	ENTRY_SAME = 1, /* val is the repeated 64-bit word */
 	ENTRY_COMP = 2, /* val is a pool handle, len bytes */
+	ENTRY_RAW = 3,	/* val points to a malloc'd copy of the page (see entry_store_raw) */
 };
 
 enum entry_where {
@@ -184,6 +188,7 @@ struct target {
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
 	struct hot *hot;      /* pages faulted back lately (hot.h); NULL until the first */
+	struct hot *poor;     /* pages refused lately for compressing poorly: not worth a retry */
 	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
 	struct wb_io *reads;	/* swap file reads under way for our faults */
 	uint64_t last_swapin;	/* address of the last fault served from the swap file */
@@ -244,6 +249,7 @@ int loop_run(struct daemon *d);
 /* entry.c: store / load / put, and the counters that go with them. */
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_load(struct daemon *d, const struct entry *e, void *page);
+int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
 static inline void entry_get(struct entry *e)
 {
 	e->refs++;
@@ -313,6 +319,8 @@ int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes
 void reclaim_idle_sweep(struct daemon *d);
 void target_note_refault(struct target *t, uint64_t addr);
 bool target_is_hot(const struct target *t, uint64_t pgno);
+void target_note_poor(struct target *t, uint64_t addr);
+bool target_is_poor(const struct target *t, uint64_t pgno);
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 void reclaim_cancel(struct target *t, int err);

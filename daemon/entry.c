@@ -96,11 +96,40 @@ fail:
 	return r;
 }
 
+/*
+ * A refused page the agent already dropped must go back into the process,
+ * but UFFDIO_COPY can say EAGAIN (the app is in the middle of an madvise or
+ * mremap).  The data must not be lost meanwhile: keep the page as it is, in
+ * an entry of its own, and let the next fault (or the drain) map it.
+ */
+int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+	void *copy = NULL;
+
+	if (!e || posix_memalign(&copy, ZS_PAGE_SIZE, ZS_PAGE_SIZE)) {
+		free(e);
+		return -ENOMEM;
+	}
+	memcpy(copy, page, ZS_PAGE_SIZE);
+	e->refs = 1;
+	e->kind = ENTRY_RAW;
+	e->val = (uint64_t)(uintptr_t)copy;
+	d->st.stored_pages++;
+	d->st.raw_pages++;
+	*ret_entry = e;
+	return 0;
+}
+
 /* Fills page with the entry's contents; the entry stays. */
 int entry_load(struct daemon *d, const struct entry *e, void *page)
 {
 	if (e->kind == ENTRY_SAME) {
 		comp_fill(page, e->val);
+		return 0;
+	}
+	if (e->kind == ENTRY_RAW) {
+		memcpy(page, (const void *)(uintptr_t)e->val, ZS_PAGE_SIZE);
 		return 0;
 	}
 	if (e->where == ENTRY_ON_DISK)
@@ -125,6 +154,9 @@ void entry_put(struct daemon *d, struct entry *e)
 			d->st.compressed_bytes -= e->len;
 		}
 		wb_entry_freed(d, e);
+	} else if (e->kind == ENTRY_RAW) {
+		free((void *)(uintptr_t)e->val);
+		d->st.raw_pages--;
 	} else {
 		d->st.same_filled_pages--;
 	}

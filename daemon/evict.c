@@ -308,9 +308,26 @@ static int evict_protect(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
+static bool evict_skip_poor(uint64_t pgno, void *ctx)
+{
+	struct target *t = ctx;
+
+	if (!target_is_poor(t, pgno))
+		return false;
+	t->d->st.poor_skips++;
+	return true;
+}
+
 static bool evict_skip_hot(uint64_t pgno, void *ctx)
 {
-	return target_is_hot(ctx, pgno);
+	struct target *t = ctx;
+
+	if (evict_skip_poor(pgno, ctx))
+		return true;
+	if (!target_is_hot(t, pgno))
+		return false;
+	t->d->st.hot_skips++;
+	return true;
 }
 
 static int evict_read_vmas(struct target *t, struct vma **ret_vmas, size_t *ret_n)
@@ -367,12 +384,12 @@ static int evict_pick(struct target *t, struct vmscan_run *runs, struct vmscan_r
 		uint64_t skipped = res->skipped;
 
 		r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
-				vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, NULL, NULL, res);
+				vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_poor,
+				t, res);
 		res->skipped = skipped;
 	}
 	if (r < 0)
 		goto out;
-	t->d->st.hot_skips += res->skipped;
 	t->scan_cursor = res->cursor;
 	if (rc) {
 		rc->reply.scanned_pages += res->scanned;
@@ -500,19 +517,42 @@ static uint64_t batch_translate(const struct batch *b, uint64_t addr)
 	return addr;
 }
 
+/*
+ * Puts one page back into t at addr; if the kernel says not now (EAGAIN: an
+ * madvise or mremap of the app is under way), keep it as a raw entry that
+ * the next fault maps.  Returns what UFFDIO_COPY said, or the fallback's.
+ */
+static int evict_put_back(struct target *t, uint64_t addr, const void *page)
+{
+	struct entry *e;
+	int r = evict_copy_back(t, addr, page);
+
+	if (r != -EAGAIN && r != -ENOMEM)
+		return r;
+	r = entry_store_raw(t->d, page, &e);
+	if (r == 0) {
+		r = target_insert(t, addr, e);
+		if (r < 0)
+			entry_put(t->d, e);
+	}
+	return r;
+}
+
 /* Puts a refused page back where it was, in the target and in children forked meanwhile. */
 static void evict_refuse(struct target *t, struct batch *b, uint64_t addr, const void *page)
 {
-	int r = evict_copy_back(t, addr, page);
+	int r = evict_put_back(t, addr, page);
 
-	if (r < 0) {
+	if (r == -ESRCH) {
+		target_kill(t, "mm gone"); /* exited meanwhile: nothing to put back */
+	} else if (r < 0) {
 		t->d->st.uffd_errors++;
 		log_error_errno(r, "pid %d: cannot put back refused page %#llx: %m", (int)t->pid,
 				(unsigned long long)addr);
 	}
 	for (uint32_t f = 0; f < b->nforks; f++)
 		if (!b->forks[f]->dead)
-			evict_copy_back(b->forks[f], addr, page);
+			evict_put_back(b->forks[f], addr, page);
 }
 
 /* Stores one dropped page: into the index of t and of children forked meanwhile. */
@@ -532,7 +572,7 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 		entry_get(e);
 		if (target_insert(child, addr, e) < 0) {
 			entry_put(t->d, e);
-			evict_copy_back(child, addr, page);
+			evict_put_back(child, addr, page);
 		}
 	}
 	r = target_insert(t, addr, e);
@@ -585,6 +625,8 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 				continue; /* discarded by the app (zeros), or resident again */
 			r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
 			if (r < 0) {
+				if (r == -E2BIG)
+					target_note_poor(t, addr);
 				evict_refuse(t, b, addr, page);
 				if (rc)
 					rc->reply.rejected_pages++;
@@ -627,8 +669,8 @@ void evict_abort(struct target *t)
 			uint32_t slot = run->slot + k;
 
 			if (!b->dead[slot])
-				evict_copy_back(t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
-						t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
+				evict_put_back(t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
+					       t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
 		}
 	}
 	evict_finish(t, b);

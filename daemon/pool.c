@@ -24,22 +24,50 @@
  *    and a bitmap of non-empty groups finds the fullest in O(1).  Sparse
  *    slabs then only lose objects and are returned.
  *
- *  - Per-slot bookkeeping (the requested length, and a stack of free slots)
- *    lives in a malloc'd header beside the slab, never in its pages: every
- *    data byte is usable, and a stray write into the data cannot corrupt the
- *    allocator, only the object it hits.
+ *  - Fullest-first is not enough when entries die at random: a slab goes
+ *    back only once every object in it is gone (up to a few dozen), so
+ *    releasing a random half of the pool frees almost no slab and leaves the
+ *    pool half empty.  Hence compaction (zsmalloc's zs_compact): per class,
+ *    the objects of the sparsest slab are copied into free slots of the
+ *    fullest ones until it is empty and can be unmapped.  Slot counts decide
+ *    what it can achieve: a class with F free slots in slabs of S slots can
+ *    give back F / S whole slabs (pool_fragmented_bytes()), and draining
+ *    sparsest-first gives back exactly that many while copying few objects:
+ *    the sparsest slabs hold the fewest.  Copies within a class only: moving an object to a bigger
+ *    class would waste what compaction is meant to recover.
  *
- * A handle is (slab id + 1) << POOL_SLOT_BITS | slot.  The slab id indexes a
- * table of slab pointers whose free ids are reused, so a handle resolves in
- * O(1) and is never 0.  A handle that does not name a live object means the
- * daemon's own memory is corrupt; we abort rather than hand out or free
- * someone else's page.
+ *  - Objects that move need a name that does not: a handle is an index into
+ *    a handle table whose entry holds the object's current slab id, slot and
+ *    length.  Moving an object rewrites one entry.  pool_map(), on the fault
+ *    path, still takes two dependent loads before the data, as decoding the
+ *    location from the handle did: the entry, then the slab's base address
+ *    from a dense array by id (the length gives the slot size).  Release
+ *    and alloc pay one more cache miss, for the entry.  Free entries form a
+ *    list threaded through the table itself, entry 0 is never used (so 0 is
+ *    never a handle), and the table grows by doubling; it does not shrink,
+ *    as callers hold its indices, and costs 8 bytes per object at the peak.
+ *
+ *  - Per-slot bookkeeping (the handle of the object in each slot, and a stack
+ *    of free slots) lives in a malloc'd header beside the slab, never in its
+ *    pages: every data byte is usable, and a stray write into the data
+ *    cannot corrupt the allocator, only the object it hits.  The slot's
+ *    handle is what compaction needs to find the table entry to rewrite.
+ *
+ * A handle that does not name a live object (out of the table, or a free
+ * entry) means the daemon's own memory is corrupt; we abort rather than hand
+ * out or free someone else's page.
+ *
+ * Compaction is incremental: pool_compact_some() moves a bounded number of
+ * objects and keeps its place (class, slab being drained, slot scan) in the
+ * pool, so the event loop can spread the copying over many turns.
  *
  * Not thread-safe: the caller serialises access to one pool.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "comp.h"
@@ -51,14 +79,28 @@
 #define POOL_MAX_SLOTS (POOL_MAX_SLAB_PAGES * ZS_PAGE_SIZE / POOL_CLASS_DELTA)
 #define POOL_GROUPS 16u
 #define POOL_NO_GROUP UINT8_MAX
-#define POOL_SLOT_BITS 16
-#define POOL_SLOT_MASK ((UINT64_C(1) << POOL_SLOT_BITS) - 1)
 #define POOL_MAX_SLABS UINT32_MAX
+#define POOL_MAX_HANDLES UINT32_MAX
+/* Objects pool_compact() moves between checks for completion. */
+#define POOL_COMPACT_BATCH 1024u
 
 _Static_assert(ZS_PAGE_SIZE % POOL_CLASS_DELTA == 0, "classes must tile a page");
-_Static_assert(POOL_MAX_SLOTS <= POOL_SLOT_MASK, "slot index must fit its handle bits");
+_Static_assert(POOL_MAX_SLOTS <= UINT16_MAX, "slot indices are kept in uint16_t");
 _Static_assert(ZS_PAGE_SIZE <= UINT16_MAX, "object lengths are kept in uint16_t");
+_Static_assert(POOL_NR_CLASSES <= UINT16_MAX, "class indices are kept in uint16_t");
 _Static_assert(POOL_GROUPS <= 32, "the group bitmap is 32 bits");
+
+/*
+ * One handle table entry.  8 bytes: small beside the object it describes,
+ * which takes a slot of 32 bytes at least and typically of hundreds.
+ */
+struct pool_handle {
+	uint32_t slab; /* slab id; if free, the next free entry (0 ends the list) */
+	uint16_t slot;
+	uint16_t len; /* as allocated; 0 marks a free entry */
+};
+
+_Static_assert(sizeof(struct pool_handle) == 8, "handle entries are 8 bytes");
 
 struct pool_slab {
 	struct pool_slab *prev, *next; /* in its class's fullness group */
@@ -68,11 +110,11 @@ struct pool_slab {
 	uint16_t nr_used;
 	uint8_t group; /* POOL_NO_GROUP when full */
 	/*
-	 * slot_len[nr_slots]: length of each object, 0 if the slot is free;
-	 * then free_stack[nr_slots], of which the top nr_slots - nr_used
-	 * entries are the free slots.
+	 * slot_handle[nr_slots]: handle of the object in each slot, 0 if the
+	 * slot is free; then uint16_t free_stack[nr_slots], of which the top
+	 * nr_slots - nr_used entries are the free slots.
 	 */
-	uint16_t slot_len[];
+	uint32_t slot_handle[];
 };
 
 struct pool_class {
@@ -80,16 +122,26 @@ struct pool_class {
 	uint16_t pages;
 	uint16_t nr_slots;
 	uint32_t group_mask; /* bit g set: groups[g] is not empty */
+	uint32_t nr_slabs;
+	uint64_t nr_used; /* objects in all its slabs */
 	struct pool_slab *groups[POOL_GROUPS];
 };
 
 struct pool {
 	struct pool_class classes[POOL_NR_CLASSES];
 	struct pool_slab **slabs; /* by id; NULL for free ids */
+	uint8_t **slab_mem; /* by id: slabs[id]->mem, densely, for pool_map() */
 	uint32_t *free_ids;
 	uint32_t nr_free_ids;
 	uint32_t nr_ids; /* ids handed out so far, free or not */
 	uint32_t cap_ids;
+	struct pool_handle *handles;
+	uint32_t nr_handles; /* table entries, all initialised */
+	uint32_t free_handle; /* head of the free entries, 0 if none */
+	/* Where pool_compact_some() resumes. */
+	struct pool_slab *compact_src; /* being drained; NULL to pick one */
+	uint16_t compact_cls;
+	uint16_t compact_slot; /* scan position in compact_src */
 	uint64_t total_size;
 	uint64_t stored_bytes;
 	uint64_t nr_objects;
@@ -142,7 +194,7 @@ int pool_new(struct pool **ret_pool)
 
 static uint16_t *pool_free_stack(struct pool_slab *s, const struct pool_class *c)
 {
-	return s->slot_len + c->nr_slots;
+	return (uint16_t *)(s->slot_handle + c->nr_slots);
 }
 
 static size_t pool_slab_bytes(const struct pool_class *c)
@@ -150,12 +202,37 @@ static size_t pool_slab_bytes(const struct pool_class *c)
 	return (size_t)c->pages * ZS_PAGE_SIZE;
 }
 
+/* The slot size of an object of len bytes: its class's size. */
+static size_t pool_slot_size(size_t len)
+{
+	return (len + POOL_CLASS_DELTA - 1) / POOL_CLASS_DELTA * POOL_CLASS_DELTA;
+}
+
+static _Noreturn void pool_corrupt(const char *op, uint64_t handle)
+{
+	fprintf(stderr, "zswapd: pool: %s of invalid handle 0x%llx, memory is corrupt\n", op,
+		(unsigned long long)handle);
+	abort();
+}
+
+/* The pool's own bookkeeping contradicts itself: as bad as a corrupt handle. */
+static _Noreturn void pool_bug(const char *what, uint32_t slab_id)
+{
+	fprintf(stderr, "zswapd: pool: %s in slab %u, memory is corrupt\n", what, slab_id);
+	abort();
+}
+
+/* Unmaps a slab that is on no list and whose id the caller has dealt with. */
 static void pool_slab_destroy(struct pool *p, struct pool_slab *s)
 {
-	const struct pool_class *c = &p->classes[s->cls];
+	struct pool_class *c = &p->classes[s->cls];
 
+	/* A half-drained slab must not outlive its memory as compaction's cursor. */
+	if (p->compact_src == s)
+		p->compact_src = NULL;
 	munmap(s->mem, pool_slab_bytes(c));
 	p->total_size -= pool_slab_bytes(c);
+	c->nr_slabs--;
 	free(s);
 }
 
@@ -167,15 +244,18 @@ void pool_free(struct pool *p)
 		if (p->slabs[id])
 			pool_slab_destroy(p, p->slabs[id]);
 	free(p->slabs);
+	free(p->slab_mem);
 	free(p->free_ids);
+	free(p->handles);
 	free(p);
 }
 
-/* Makes room for one more id in both arrays, so freeing an id cannot fail. */
+/* Makes room for one more id in all arrays, so freeing an id cannot fail. */
 static int pool_grow_ids(struct pool *p)
 {
 	uint32_t cap = p->cap_ids ? p->cap_ids * 2 : 64;
 	struct pool_slab **slabs;
+	uint8_t **slab_mem;
 	uint32_t *free_ids;
 
 	if (p->cap_ids > POOL_MAX_SLABS / 2)
@@ -184,6 +264,10 @@ static int pool_grow_ids(struct pool *p)
 	if (!slabs)
 		return -ENOMEM;
 	p->slabs = slabs;
+	slab_mem = reallocarray(p->slab_mem, cap, sizeof(*slab_mem));
+	if (!slab_mem)
+		return -ENOMEM;
+	p->slab_mem = slab_mem;
 	free_ids = reallocarray(p->free_ids, cap, sizeof(*free_ids));
 	if (!free_ids)
 		return -ENOMEM;
@@ -206,6 +290,7 @@ static int pool_get_id(struct pool *p, uint32_t *ret_id)
 			return r;
 	}
 	p->slabs[p->nr_ids] = NULL;
+	p->slab_mem[p->nr_ids] = NULL;
 	*ret_id = p->nr_ids++;
 	return 0;
 }
@@ -213,7 +298,60 @@ static int pool_get_id(struct pool *p, uint32_t *ret_id)
 static void pool_put_id(struct pool *p, uint32_t id)
 {
 	p->slabs[id] = NULL;
+	p->slab_mem[id] = NULL;
 	p->free_ids[p->nr_free_ids++] = id;
+}
+
+/*
+ * Makes sure a free handle entry exists, so that once a slot is taken
+ * nothing can fail.  The table doubles: glibc moves large blocks with mremap,
+ * so growing a big table does not copy it.
+ */
+static int pool_reserve_handle(struct pool *p)
+{
+	struct pool_handle *t;
+	uint32_t n = p->nr_handles, cap, first;
+
+	if (p->free_handle)
+		return 0;
+	if (n == POOL_MAX_HANDLES)
+		return -ENOMEM;
+	cap = n > POOL_MAX_HANDLES / 2 ? POOL_MAX_HANDLES : (n ? n * 2 : 256);
+	t = reallocarray(p->handles, cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	/* Entry 0 stays free and off the list forever: 0 is never a handle. */
+	first = n ? n : 1;
+	if (!n)
+		t[0] = (struct pool_handle){ 0 };
+	/* Linked in ascending order, so low handles are used first. */
+	for (uint32_t i = cap; i-- > first;)
+		t[i] = (struct pool_handle){ .slab = i + 1 < cap ? i + 1 : 0 };
+	p->handles = t;
+	p->nr_handles = cap;
+	p->free_handle = first;
+	return 0;
+}
+
+static uint32_t pool_get_handle(struct pool *p)
+{
+	uint32_t h = p->free_handle;
+
+	p->free_handle = p->handles[h].slab;
+	/*
+	 * Released handles come back in release order, scattered over the
+	 * table: fetch the next one's entry now rather than stall on it in
+	 * the next pool_alloc().
+	 */
+	__builtin_prefetch(&p->handles[p->free_handle], 1);
+	return h;
+}
+
+static void pool_put_handle(struct pool *p, uint32_t h)
+{
+	/* LIFO: the entry just used is likely still in cache for the next alloc. */
+	p->handles[h] = (struct pool_handle){ .slab = p->free_handle };
+	p->free_handle = h;
 }
 
 static void pool_group_unlink(struct pool_class *c, struct pool_slab *s)
@@ -270,7 +408,7 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 	r = pool_get_id(p, &id);
 	if (r < 0)
 		return r;
-	s = calloc(1, sizeof(*s) + 2 * c->nr_slots * sizeof(s->slot_len[0]));
+	s = calloc(1, sizeof(*s) + c->nr_slots * (sizeof(s->slot_handle[0]) + sizeof(*stack)));
 	if (!s) {
 		r = -ENOMEM;
 		goto fail_header;
@@ -289,7 +427,9 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 	for (unsigned i = 0; i < c->nr_slots; i++)
 		stack[i] = (uint16_t)(c->nr_slots - 1 - i);
 	p->slabs[id] = s;
+	p->slab_mem[id] = s->mem;
 	p->total_size += pool_slab_bytes(c);
+	c->nr_slabs++;
 	pool_slab_regroup(c, s);
 	*ret_slab = s;
 	return 0;
@@ -301,6 +441,40 @@ fail_header:
 	return r;
 }
 
+/* Takes the slab off its list, gives back its id and unmaps it. */
+static void pool_slab_retire(struct pool *p, struct pool_slab *s)
+{
+	pool_group_unlink(&p->classes[s->cls], s);
+	pool_put_id(p, s->id);
+	pool_slab_destroy(p, s);
+}
+
+/* Occupies a free slot of a slab that has one, for handle h. */
+static uint16_t pool_slot_take(struct pool_class *c, struct pool_slab *s, uint32_t h)
+{
+	uint16_t slot = pool_free_stack(s, c)[c->nr_slots - s->nr_used - 1];
+
+	s->slot_handle[slot] = h;
+	s->nr_used++;
+	c->nr_used++;
+	pool_slab_regroup(c, s);
+	return slot;
+}
+
+/*
+ * Frees a slot.  A slab left empty is not regrouped, only left on its list:
+ * the caller retires it at once.
+ */
+static void pool_slot_put(struct pool_class *c, struct pool_slab *s, uint16_t slot)
+{
+	s->slot_handle[slot] = 0;
+	pool_free_stack(s, c)[c->nr_slots - s->nr_used] = slot;
+	s->nr_used--;
+	c->nr_used--;
+	if (s->nr_used)
+		pool_slab_regroup(c, s);
+}
+
 static struct pool_slab *pool_class_fullest(struct pool_class *c)
 {
 	if (!c->group_mask)
@@ -310,14 +484,19 @@ static struct pool_slab *pool_class_fullest(struct pool_class *c)
 
 int pool_alloc(struct pool *p, size_t len, uint64_t *ret_handle)
 {
-	unsigned cls;
+	struct pool_handle *e;
 	struct pool_class *c;
 	struct pool_slab *s;
-	uint16_t slot;
+	unsigned cls;
+	uint32_t h;
 	int r;
 
 	if (len == 0 || len > ZS_PAGE_SIZE)
 		return -EINVAL;
+	/* Before the slab: a new slab would be left empty if this failed. */
+	r = pool_reserve_handle(p);
+	if (r < 0)
+		return r;
 	cls = (unsigned)((len - 1) / POOL_CLASS_DELTA);
 	c = &p->classes[cls];
 	s = pool_class_fullest(c);
@@ -326,78 +505,214 @@ int pool_alloc(struct pool *p, size_t len, uint64_t *ret_handle)
 		if (r < 0)
 			return r;
 	}
-	slot = pool_free_stack(s, c)[c->nr_slots - s->nr_used - 1];
-	s->slot_len[slot] = (uint16_t)len;
-	s->nr_used++;
-	pool_slab_regroup(c, s);
+	h = pool_get_handle(p);
+	e = &p->handles[h];
+	e->slab = s->id;
+	e->slot = pool_slot_take(c, s, h);
+	e->len = (uint16_t)len;
 	p->stored_bytes += len;
 	p->nr_objects++;
-	*ret_handle = ((uint64_t)s->id + 1) << POOL_SLOT_BITS | slot;
+	*ret_handle = h;
 	return 0;
 }
 
-static _Noreturn void pool_corrupt(const char *op, uint64_t handle)
+/* The live object's table entry; aborts if handle names none. */
+static struct pool_handle *pool_lookup(const struct pool *p, uint64_t handle, const char *op)
 {
-	fprintf(stderr, "zswapd: pool: %s of invalid handle 0x%llx, memory is corrupt\n", op,
-		(unsigned long long)handle);
-	abort();
-}
+	struct pool_handle *e;
 
-/* The live object's slab; aborts if handle names none. */
-static struct pool_slab *pool_lookup(const struct pool *p, uint64_t handle, const char *op,
-				     uint16_t *ret_slot)
-{
-	uint64_t id = (handle >> POOL_SLOT_BITS) - 1;
-	uint64_t slot = handle & POOL_SLOT_MASK;
-	struct pool_slab *s;
-
-	if (handle >> POOL_SLOT_BITS == 0 || id >= p->nr_ids)
+	/* Entry 0 is always free, so handle 0 fails the second test. */
+	if (handle >= p->nr_handles)
 		pool_corrupt(op, handle);
-	s = p->slabs[id];
-	if (!s || slot >= p->classes[s->cls].nr_slots || s->slot_len[slot] == 0)
+	e = &p->handles[handle];
+	if (e->len == 0)
 		pool_corrupt(op, handle);
-	*ret_slot = (uint16_t)slot;
-	return s;
+	return e;
 }
 
 void pool_release(struct pool *p, uint64_t handle)
 {
-	struct pool_class *c;
-	struct pool_slab *s;
-	uint16_t slot;
+	struct pool_handle *e = pool_lookup(p, handle, "release");
+	struct pool_slab *s = p->slabs[e->slab];
 
-	s = pool_lookup(p, handle, "release", &slot);
-	c = &p->classes[s->cls];
-	p->stored_bytes -= s->slot_len[slot];
+	p->stored_bytes -= e->len;
 	p->nr_objects--;
-	s->slot_len[slot] = 0;
-	pool_free_stack(s, c)[c->nr_slots - s->nr_used] = slot;
-	s->nr_used--;
-	if (s->nr_used > 0) {
-		pool_slab_regroup(c, s);
-		return;
-	}
-	pool_group_unlink(c, s);
-	pool_put_id(p, s->id);
-	pool_slab_destroy(p, s);
+	pool_slot_put(&p->classes[s->cls], s, e->slot);
+	pool_put_handle(p, (uint32_t)handle);
+	if (!s->nr_used)
+		pool_slab_retire(p, s);
 }
 
+/*
+ * The fault path.  Two dependent loads before the data: the handle entry,
+ * then the slab's base in a dense array.  The slot size needs none, as the
+ * length gives the class.
+ */
 void *pool_map(struct pool *p, uint64_t handle)
 {
-	struct pool_slab *s;
-	uint16_t slot;
+	const struct pool_handle *e = pool_lookup(p, handle, "map");
 
-	s = pool_lookup(p, handle, "map", &slot);
-	return s->mem + (size_t)slot * p->classes[s->cls].size;
+	return p->slab_mem[e->slab] + (size_t)e->slot * pool_slot_size(e->len);
 }
 
 size_t pool_obj_len(struct pool *p, uint64_t handle)
 {
-	struct pool_slab *s;
-	uint16_t slot;
+	return pool_lookup(p, handle, "obj_len")->len;
+}
 
-	s = pool_lookup(p, handle, "obj_len", &slot);
-	return s->slot_len[slot];
+/* Whole slabs' worth of free slots in the class: what compaction can return. */
+static uint64_t pool_class_spare_slabs(const struct pool_class *c)
+{
+	return ((uint64_t)c->nr_slabs * c->nr_slots - c->nr_used) / c->nr_slots;
+}
+
+/*
+ * The slab to drain: the sparsest, i.e. the head of the lowest non-empty
+ * group (within a group, fullness differs by at most 1/POOL_GROUPS of a slab).
+ * The one being drained is kept while it is still in the lowest group, even
+ * if a release between two calls files another slab at that group's head:
+ * switching would strand the objects already moved out of it and spend the
+ * moves again on the new one.  Without allocations a source only loses
+ * objects, so it stays lowest.
+ */
+static struct pool_slab *pool_compact_src(struct pool *p, struct pool_class *c)
+{
+	unsigned lowest = (unsigned)__builtin_ctz(c->group_mask);
+	struct pool_slab *s = p->compact_src;
+
+	if (s && s->group == lowest)
+		return s;
+	s = c->groups[lowest];
+	p->compact_src = s;
+	p->compact_slot = 0;
+	return s;
+}
+
+/* The fullest partial slab other than the source: where moved objects go. */
+static struct pool_slab *pool_compact_dst(struct pool_class *c, const struct pool_slab *src)
+{
+	uint32_t mask = c->group_mask;
+
+	while (mask) {
+		unsigned g = 31 - (unsigned)__builtin_clz(mask);
+
+		for (struct pool_slab *s = c->groups[g]; s; s = s->next)
+			if (s != src)
+				return s;
+		mask &= ~(UINT32_C(1) << g);
+	}
+	return NULL;
+}
+
+/*
+ * The next occupied slot of the source.  The scan position survives between
+ * calls, so draining a slab costs O(nr_slots) in all; it wraps because
+ * allocations between calls may have refilled slots behind it.
+ */
+static uint16_t pool_compact_next_slot(struct pool *p, const struct pool_class *c,
+				       const struct pool_slab *s)
+{
+	uint16_t slot = p->compact_slot;
+
+	for (unsigned n = 0; n < c->nr_slots; n++, slot++) {
+		if (slot == c->nr_slots)
+			slot = 0;
+		if (s->slot_handle[slot]) {
+			p->compact_slot = slot;
+			return slot;
+		}
+	}
+	/* The source is on a list, so not empty: the bookkeeping is broken. */
+	pool_bug("compaction source has no object", s->id);
+}
+
+/* Moves the object in src's slot into a free slot of dst; its handle follows. */
+static void pool_move(struct pool *p, struct pool_class *c, struct pool_slab *src,
+		      uint16_t slot, struct pool_slab *dst)
+{
+	uint32_t h = src->slot_handle[slot];
+	struct pool_handle *e = &p->handles[h];
+	uint16_t to = pool_slot_take(c, dst, h);
+
+	memcpy(dst->mem + (size_t)to * c->size, src->mem + (size_t)slot * c->size, e->len);
+	e->slab = dst->id;
+	e->slot = to;
+	pool_slot_put(c, src, slot);
+}
+
+/*
+ * Compacts class by class from where the last call stopped, until max_moves
+ * objects have moved or every class is packed (*ret_done).  Classes are
+ * independent, so one round over all of them with nothing left to move
+ * means the pool is packed.
+ */
+static size_t pool_compact_run(struct pool *p, size_t max_moves, bool *ret_done)
+{
+	size_t moves = 0, freed = 0;
+	unsigned packed = 0; /* classes in a row found with nothing to give back */
+
+	while (packed < POOL_NR_CLASSES) {
+		struct pool_class *c = &p->classes[p->compact_cls];
+		struct pool_slab *src, *dst;
+
+		if (!pool_class_spare_slabs(c)) {
+			p->compact_src = NULL;
+			p->compact_cls = (uint16_t)((p->compact_cls + 1) % POOL_NR_CLASSES);
+			packed++;
+			continue;
+		}
+		if (moves == max_moves)
+			break;
+		packed = 0;
+		/*
+		 * Spare slabs mean the class's free slots fill a slab, and
+		 * the source has fewer than that, so the other slabs have at
+		 * least as many free slots as it has objects: a destination
+		 * exists, and the whole source fits.  Both are partial
+		 * slabs, so on lists.
+		 */
+		src = pool_compact_src(p, c);
+		dst = pool_compact_dst(c, src);
+		if (!dst)
+			pool_bug("no room to drain compaction source", src->id);
+		pool_move(p, c, src, pool_compact_next_slot(p, c, src), dst);
+		moves++;
+		if (!src->nr_used) {
+			freed += pool_slab_bytes(c);
+			pool_slab_retire(p, src);
+		}
+	}
+	*ret_done = packed == POOL_NR_CLASSES;
+	return freed;
+}
+
+size_t pool_compact_some(struct pool *p, size_t max_moves)
+{
+	bool done;
+
+	return pool_compact_run(p, max_moves, &done);
+}
+
+size_t pool_compact(struct pool *p)
+{
+	size_t freed = 0;
+	bool done = false;
+
+	while (!done)
+		freed += pool_compact_run(p, POOL_COMPACT_BATCH, &done);
+	return freed;
+}
+
+uint64_t pool_fragmented_bytes(const struct pool *p)
+{
+	uint64_t bytes = 0;
+
+	for (unsigned i = 0; i < POOL_NR_CLASSES; i++) {
+		const struct pool_class *c = &p->classes[i];
+
+		bytes += pool_class_spare_slabs(c) * pool_slab_bytes(c);
+	}
+	return bytes;
 }
 
 uint64_t pool_total_size(const struct pool *p)

@@ -3,9 +3,12 @@
  * pool.h - the compressed pool: where stored pages live, packed by size class.
  *
  * Objects of 1..ZS_PAGE_SIZE bytes.  A handle names an object until it is
- * released; 0 is never a valid handle.  Memory comes from mmap and goes back
- * to the kernel as soon as a slab empties, so pool_total_size() is the
- * memory the pool really holds.
+ * released; 0 is never a valid handle, and a released handle may be handed
+ * out again by a later pool_alloc().  The handle stays the same while the
+ * object moves: pool_compact() relocates objects to pack slabs, so the
+ * address pool_map() returns is not stable, the handle is.  Memory comes
+ * from mmap and goes back to the kernel as soon as a slab empties, so
+ * pool_total_size() is the memory the pool really holds.
  */
 #ifndef ZSWAPD_POOL_H
 #define ZSWAPD_POOL_H
@@ -25,16 +28,42 @@ void pool_release(struct pool *p, uint64_t handle);
 
 /*
  * Where the object's bytes are.  Valid until the next pool_alloc(),
- * pool_release() or pool_compact() on this pool.
+ * pool_release(), pool_compact() or pool_compact_some() on this pool:
+ * compaction moves objects, so map right before use and never keep the
+ * pointer.
  */
 void *pool_map(struct pool *p, uint64_t handle);
 /* The length the object was allocated with. */
 size_t pool_obj_len(struct pool *p, uint64_t handle);
+
+/*
+ * Packs every size class: objects move from the sparsest slabs into free
+ * slots of the fullest ones, and each slab that empties is unmapped.  Returns
+ * the bytes given back to the kernel.  Afterwards pool_fragmented_bytes() is
+ * 0.  Its cost grows with the objects it moves; from an event loop prefer
+ * pool_compact_some().
+ */
+size_t pool_compact(struct pool *p);
+/*
+ * The same work in bounded steps: moves at most max_moves objects (each a
+ * memcpy of at most ZS_PAGE_SIZE bytes, plus an munmap per emptied slab) and
+ * returns the bytes given back.  The next call resumes where this one
+ * stopped; allocs and releases in between are fine.  Compaction is complete
+ * once pool_fragmented_bytes() is 0.
+ */
+size_t pool_compact_some(struct pool *p, size_t max_moves);
 
 /* Bytes of slab memory held from the kernel (what zswap calls pool_total_size). */
 uint64_t pool_total_size(const struct pool *p);
 /* Sum of the lengths of live objects. */
 uint64_t pool_stored_bytes(const struct pool *p);
 uint64_t pool_nr_objects(const struct pool *p);
+/*
+ * Slack that compaction could give back: per size class, its free slots
+ * rounded down to whole slabs, times the slab size.  Free slots short of a
+ * whole slab cannot be returned, however objects are arranged.  O(number of
+ * classes); use it to decide whether compacting is worth the copying.
+ */
+uint64_t pool_fragmented_bytes(const struct pool *p);
 
 #endif

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comp.h"
 #include "daemon.h"
@@ -64,9 +65,21 @@ void reclaim_progress(struct target *t)
 static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes,
 			 bool idle_only)
 {
-	struct reclaim *rc;
+	struct reclaim *rc = t->reclaim;
 
-	if (t->reclaim)
+	/* An operator's request takes over the daemon's own (limit, idle). */
+	if (rc && rc->internal && c) {
+		free(rc->vmas);
+		memset(rc, 0, sizeof(*rc));
+		rc->conn = c;
+		rc->seq = seq;
+		rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
+		rc->scan_start = t->scan_cursor;
+		if (!t->batch && t->agent_tid)
+			reclaim_progress(t);
+		return 0; /* else the batch in flight continues it */
+	}
+	if (rc)
 		return -EBUSY;
 	/* Connected but the agent has not said hello yet (a request right after
 	 * start-up can overtake it): the reclaim waits for it, see conn_agent(). */

@@ -263,6 +263,27 @@ bool target_is_hot(const struct target *t, uint64_t pgno)
  * a target whose process went without our noticing yet may carry the same
  * pid: prefer the one whose shim is connected.
  */
+/*
+ * A page that compressed too poorly is resident still, and will compress
+ * just as poorly on the next sweep: remember it for a minute rather than pay
+ * the compression again on every pass (the benchmark saw 800k refusals in
+ * 30 s without this).
+ */
+#define TARGET_POOR_WINDOW_MS 60000
+
+void target_note_poor(struct target *t, uint64_t addr)
+{
+	if (!t->poor)
+		t->poor = calloc(1, sizeof(*t->poor));
+	if (t->poor)
+		hot_note(t->poor, addr >> ZS_PAGE_SHIFT, now_usec() / 1000);
+}
+
+bool target_is_poor(const struct target *t, uint64_t pgno)
+{
+	return t->poor && hot_recent(t->poor, pgno, now_usec() / 1000, TARGET_POOR_WINDOW_MS);
+}
+
 struct target *target_by_pid(struct daemon *d, pid_t pid)
 {
 	struct target *any = NULL;
@@ -371,6 +392,7 @@ static void target_free(struct target *t)
 		close(t->staging_fd);
 	idx_free(t->idx, target_drop_entry, d);
 	free(t->hot);
+	free(t->poor);
 	free(t->retry);
 	free(t);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """report.py - turns the raw figures run.sh left for each case of the
-side-by-side benchmark into results/compare.json, compare.md and compare.png.
+side-by-side benchmark into results/compare.json, compare.md and compare.png
+(with --writeback: of the issue-4 writeback benchmark, into
+results/writeback.json and writeback.md).
 
 Each case directory holds: meta (key=value, written by run.sh),
 workload.json (the workload's own output), and two snapshots taken while the
@@ -111,7 +113,8 @@ def case_figures(d, clk_tck):
         return c
 
     vm = {k: delta(m["vmstat"], w["vmstat"], k)
-          for k in ("pswpin", "pswpout", "zswpin", "zswpout", "zswpwb", "swpin_zero", "swpout_zero")
+          for k in ("pswpin", "pswpout", "zswpin", "zswpout", "zswpwb", "swpin_zero", "swpout_zero",
+                    "swap_ra", "swap_ra_hit")
           if k in m["vmstat"]}
     c["vmstat_delta"] = vm
     c["swap_io_bytes"] = ((vm.get("pswpin") or 0) + (vm.get("pswpout") or 0)) * PAGE
@@ -318,6 +321,169 @@ plot {cols}{ram_line}
     return None
 
 
+# ---------------------------------------------------------------- writeback
+
+WB_NOTES = """\
+How to read it:
+- One total memory budget B = 25% of S ({budget} MiB) for resident + pool; the pool is
+  capped at P = B/4 ({pool} MiB); behind it a swap file (2×S) takes what does not fit.
+  Same workload as compare (hot/cold 20/80, half writes, every page verified at the
+  end). Figures are over the measured window only ({seconds:g} s after {warmup:g} s of
+  warm-up); one run each, not a median. The machine is shared with other test runs:
+  expect tens of percent of noise in the rates and latencies, less in the byte counts.
+- swap only: cgroup v1 memory.limit_in_bytes = B, zswap off.
+- zswap lzo + swap: cgroup limit = B − P, zswap max_pool_percent = {pct}% of MemTotal
+  ({memtotal} MiB) = {kcap} MiB. cgroup v1 does not charge the zswap pool to the cgroup,
+  so that global cap is the only thing bounding the pool, and it can be set only in whole
+  percent of MemTotal (at least 1){capnote}.
+- zswapd lzo + swap file: max_pool_bytes = P, swap_file (O_DIRECT, io_uring) of 2×S,
+  `zswapctl limit` = B − P on the workload (no cgroup).
+- faults served: kernel pswpin + zswpin deltas (/proc/vmstat; pswpin counts readahead
+  pages too); zswapd: `loads`.
+- swap read / written: kernel pswpin / pswpout × 4 KiB (pswpout counts zswap writebacks
+  as well as direct swap-outs; whole 4 KiB pages either way); zswapd: swap_read_bytes /
+  swap_write_bytes (4 KiB blocks of packed compressed data). swap I/O = read + written.
+- written back: zswap debugfs written_back_pages (kernel zswpwb if no debugfs) / zswapd
+  written_back_pages: pages moved from the pool to the swap file during the window.
+- readahead hits: kernel swap_ra_hit (of swap_ra pages read ahead); zswapd readahead_hits
+  (of readahead_pages).
+- resident+pool: the workload's RssAnon at the end of the window + the pool
+  (pool_total_size; kernel: debugfs, or meminfo Zswap) — compare it with B.
+- I/O ratio: zswapd swap I/O bytes / kernel zswap swap I/O bytes (< 1: zswapd moved fewer
+  bytes)."""
+
+
+def wb_figures(c):
+    """The writeback columns of one case, from case_figures' output."""
+    vm = c.get("vmstat_delta") or {}
+    f = {"runtime_s": None, "accesses_per_s": None, "p99_us": None, "faults": None,
+         "swap_read_bytes": None, "swap_write_bytes": None, "swap_io_bytes": None,
+         "written_back_pages": None, "readahead_hits": None, "readahead_pages": None,
+         "resident_plus_pool_mib": c.get("resident_plus_pool_mib")}
+    wl = c.get("workload") or {}
+    if wl:
+        f["runtime_s"] = wl.get("elapsed_s")
+        f["accesses_per_s"] = wl.get("accesses_per_s")
+        f["p99_us"] = (wl.get("lat_us") or {}).get("p99")
+    if not vm and c["mode"] != "zswapd":
+        return f
+    if c["mode"] == "zswapd":
+        d = c.get("zswapd_delta") or {}
+        f["faults"] = d.get("loads")
+        f["swap_read_bytes"] = d.get("swap_read_bytes")
+        f["swap_write_bytes"] = d.get("swap_write_bytes")
+        f["written_back_pages"] = d.get("written_back_pages")
+        f["readahead_hits"] = d.get("readahead_hits")
+        f["readahead_pages"] = d.get("readahead_pages")
+    else:
+        f["faults"] = (vm.get("pswpin") or 0) + (vm.get("zswpin") or 0)
+        f["swap_read_bytes"] = (vm.get("pswpin") or 0) * PAGE
+        f["swap_write_bytes"] = (vm.get("pswpout") or 0) * PAGE
+        if c["mode"] == "zswap":
+            wbp = None
+            if c.get("_wb_debugfs_delta") is not None:
+                wbp = c["_wb_debugfs_delta"]
+            if wbp is None:
+                wbp = vm.get("zswpwb")
+            f["written_back_pages"] = wbp
+        else:
+            f["written_back_pages"] = 0
+        f["readahead_hits"] = vm.get("swap_ra_hit")
+        f["readahead_pages"] = vm.get("swap_ra")
+    if f["swap_read_bytes"] is not None and f["swap_write_bytes"] is not None:
+        f["swap_io_bytes"] = f["swap_read_bytes"] + f["swap_write_bytes"]
+    return f
+
+
+def wb_table(cases, budget):
+    hdr = ["case", "limit MiB", "window s", "accesses/s", "p99 µs", "faults served",
+           "swap read MiB", "swap written MiB", "swap I/O MiB", "written back pages",
+           "readahead hits", "resident+pool MiB", "status"]
+    rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for c in cases:
+        f = c["writeback"]
+        ok = c["status"] == "ok"
+        mib = lambda v: fmt(v / MIB if v is not None else None, ".1f")
+        ra = fmt(f["readahead_hits"], "d")
+        if f["readahead_hits"] is not None and f["readahead_pages"]:
+            ra += f" / {f['readahead_pages']}"
+        status = c["status"]
+        if ok and f["resident_plus_pool_mib"] is not None and f["resident_plus_pool_mib"] > budget * 1.02:
+            status += " (resident+pool > B)"
+        rows.append("| " + " | ".join([
+            c["name"], fmt(c.get("limit_mib"), "d"),
+            fmt(f["runtime_s"], ".2f") if ok else "—",
+            fmt_rate(f["accesses_per_s"]) if ok else "—",
+            fmt_us(f["p99_us"]) if ok else "—",
+            fmt(f["faults"], "d"),
+            mib(f["swap_read_bytes"]), mib(f["swap_write_bytes"]), mib(f["swap_io_bytes"]),
+            fmt(f["written_back_pages"], "d"), ra,
+            fmt(f["resident_plus_pool_mib"], ".0f"),
+            status,
+        ]) + " |")
+    return "\n".join(rows)
+
+
+def ratio_text(io, ratio):
+    if ratio is not None:
+        return f"**{ratio:.3f}** ({io['zswapd'] / MIB:.1f} MiB / {io['zswap'] / MIB:.1f} MiB)"
+    if io.get("zswapd") is not None and io.get("zswap") == 0:
+        return (f"undefined: kernel zswap did no swap I/O in the window (0 bytes; its pool held "
+                f"everything), zswapd moved {io['zswapd'] / MIB:.1f} MiB")
+    return "— (the zswapd or the kernel zswap case did not finish)"
+
+
+def writeback_main(a, cases):
+    for c, d in zip(cases, sorted(os.listdir(a.cases))):
+        meta = read_meta(os.path.join(a.cases, d, "meta"))
+        c["limit_mib"] = meta.get("limit_mib")
+        if c["mode"] == "zswap":
+            w = read_debugfs(os.path.join(a.cases, d, "w.debugfs"))
+            m = read_debugfs(os.path.join(a.cases, d, "m.debugfs"))
+            c["_wb_debugfs_delta"] = delta(m, w, "written_back_pages")
+        c["writeback"] = wb_figures(c)
+        c.pop("_wb_debugfs_delta", None)
+    io = {c["mode"]: c["writeback"]["swap_io_bytes"] for c in cases
+          if c["status"] == "ok" and c["writeback"]["swap_io_bytes"] is not None}
+    ratio = None
+    if io.get("zswapd") is not None and io.get("zswap"):
+        ratio = io["zswapd"] / io["zswap"]
+    kcap = a.memtotal * a.zswap_pool_pct // 100
+    capnote = (f": here {kcap} MiB, above P, so the kernel pool may grow past P"
+               if kcap > a.pool_cap else "")
+    notes = WB_NOTES.format(budget=a.budget, pool=a.pool_cap, seconds=a.seconds, warmup=a.warmup,
+                            pct=a.zswap_pool_pct, memtotal=a.memtotal, kcap=kcap, capnote=capnote)
+    doc = {
+        "benchmark": "writeback",
+        "host": a.host, "date": a.date, "command": a.command, "loadavg_at_start": a.load,
+        "params": {"size_mib": a.size, "seconds": a.seconds, "warmup_s": a.warmup,
+                   "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50,
+                   "budget_mib": a.budget, "pool_cap_mib": a.pool_cap,
+                   "zswap_max_pool_percent": a.zswap_pool_pct, "zswap_pool_cap_mib": kcap,
+                   "memtotal_mib": a.memtotal, "compressor": "lzo"},
+        "io_ratio_zswapd_over_zswap": ratio,
+        "notes": notes,
+        "cases": cases,
+    }
+    if a.kernel_skip:
+        doc["kernel_cases_skipped"] = a.kernel_skip
+    with open(os.path.join(a.out, "writeback.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    md = [f"## Writeback: {a.size} MiB, budget B = {a.budget} MiB (resident + pool), "
+          f"pool cap P = {a.pool_cap} MiB, {a.warmup:g} s warm-up + {a.seconds:g} s measured", "",
+          wb_table(cases, a.budget), "",
+          "Swap I/O ratio, zswapd / kernel zswap: " + ratio_text(io, ratio), ""]
+    if a.kernel_skip:
+        md += [f"Kernel cases not run: {a.kernel_skip}.", ""]
+    md += [notes, "", f"{a.host}; load average at start {a.load}; {a.date}.",
+           f"Command: `{a.command}`", ""]
+    with open(os.path.join(a.out, "writeback.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
@@ -331,10 +497,17 @@ def main():
     ap.add_argument("--warmup", type=float, required=True)
     ap.add_argument("--limit-cmd", default="limit")
     ap.add_argument("--kernel-skip", default="")
+    ap.add_argument("--writeback", action="store_true")
+    ap.add_argument("--budget", type=int)
+    ap.add_argument("--pool-cap", type=int)
+    ap.add_argument("--zswap-pool-pct", type=int)
+    ap.add_argument("--memtotal", type=int)
     a = ap.parse_args()
 
     clk_tck = os.sysconf("SC_CLK_TCK")
     cases = [case_figures(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
+    if a.writeback:
+        return writeback_main(a, cases)
     doc = {
         "benchmark": "compare",
         "host": a.host,

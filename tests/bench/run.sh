@@ -6,6 +6,7 @@
 #
 #   tests/bench/run.sh [--quick] [--micro-only|--compare-only]
 #                                    (make bench / make bench-quick)
+#   tests/bench/run.sh --writeback [--quick]
 #
 # micro:   per-page store and load cost of zswapd for lzo, lz4 and zstd
 #          (tests/bench/micro.c), printed next to the kernel zswap figures
@@ -36,6 +37,18 @@
 # runs no trap: what it changed is written down in $STATE as it goes, and
 # the next run puts it back first (recover_stale).
 #
+# writeback (--writeback, issue 4; only this mode): the same workload, sizes
+#          and window as compare, ONE total budget B = 25% of S (resident +
+#          pool), pool capped at P = B/4:
+#            swap    kernel swap only, cgroup v1 limit B, zswap off;
+#            zswap   kernel zswap lzo + swap, cgroup limit B - P, zswap
+#                    max_pool_percent = P as % of MemTotal (at least 1);
+#            zswapd  zswapd lzo, max_pool_bytes = P, swap_file = $WBFILE
+#                    (2×S, removed afterwards), `zswapctl limit` B - P.
+#          -> results/writeback.{json,md} (report.py --writeback): faults,
+#          swap I/O bytes, written-back pages, readahead hits, and the ratio
+#          zswapd swap I/O / kernel zswap swap I/O.
+#
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there (report.py --cases DIR re-reads them).
@@ -44,15 +57,22 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=$ROOT/${BUILD:-build}
 OUT=$ROOT/tests/bench/results
-QUICK=0 DO_MICRO=1 DO_COMPARE=1
+QUICK=0 DO_MICRO=1 DO_COMPARE=1 DO_WRITEBACK=0
 for arg in "$@"; do
 	case $arg in
 	--quick) QUICK=1 ;;
 	--micro-only) DO_COMPARE=0 ;;
 	--compare-only) DO_MICRO=0 ;;
-	*) echo "usage: $0 [--quick] [--micro-only|--compare-only]" >&2; exit 2 ;;
+	--writeback) DO_WRITEBACK=1 ;;
+	*) echo "usage: $0 [--quick] [--micro-only|--compare-only|--writeback]" >&2; exit 2 ;;
 	esac
 done
+if [ $DO_WRITEBACK -eq 1 ]; then
+	if [ $DO_MICRO -eq 0 ] || [ $DO_COMPARE -eq 0 ]; then
+		echo "usage: --writeback goes alone (with --quick at most)" >&2; exit 2
+	fi
+	DO_MICRO=0 DO_COMPARE=0
+fi
 mkdir -p "$OUT"
 
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (zswapd uses /dev/userfaultfd)"; exit 1; }
@@ -60,6 +80,7 @@ mkdir -p "$OUT"
 # Everything this script changes on the machine, so cleanup() can undo it.
 STATE=/var/tmp/zswapd-bench.state       # what a SIGKILLed run left behind
 SWAPFILE=/var/tmp/zswapd-bench.swap     # fixed name: a later run can find a stale one
+WBFILE=/var/tmp/zswapd-bench-wb.swap    # zswapd's writeback file (--writeback), same rule
 CGROOT=/sys/fs/cgroup/memory
 CGPREFIX=zswapd-bench.
 ZSWAP=/sys/module/zswap/parameters
@@ -68,6 +89,10 @@ ZSWAP_SAVED=                            # "enabled compressor max_pool_percent" 
 DEBUGFS_MOUNTED=0
 CG=                                     # the memory cgroup of the current case
 DPID='' WPID='' LPID='' KPID=''         # zswapd, workload, fallback limiter, budget keeper
+# --writeback: per-case overrides of run_case (empty: the compare behaviour)
+CASE_LIMIT=                             # cgroup limit / fixed `zswapctl limit`, MiB
+CASE_CONF=                              # zswapd config file
+ZSWAP_POOL_PCT=                         # kernel zswap max_pool_percent
 
 # One run at a time: two would share the swap file and the zswap knobs.  The
 # lock is on this script itself; children are started with 9>&- so that an
@@ -115,7 +140,7 @@ cleanup() {
 	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null
 	wait 2>/dev/null
 	swap_off
-	rm -f "$SWAPFILE"
+	rm -f "$SWAPFILE" "$WBFILE"
 	zswap_restore
 	cgroup_remove
 	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
@@ -156,7 +181,7 @@ recover_stale() {
 		done <"$STATE"
 	fi
 	swap_off
-	rm -f "$SWAPFILE"
+	rm -f "$SWAPFILE" "$WBFILE"
 	for d in "$CGROOT/$CGPREFIX"*; do
 		[ -d "$d" ] || continue
 		for _ in $(seq 50); do [ -z "$(cat "$d/tasks")" ] && break; sleep 0.1; done
@@ -244,6 +269,8 @@ zswap_set() {  # ENABLED(Y|N)
 	pct=$(set -- $ZSWAP_SAVED; echo "$3")
 	need=$(( (SIZE * 100 + MEMTOTAL_MIB - 1) / MEMTOTAL_MIB + 1 ))
 	[ "$need" -gt "$pct" ] && pct=$need
+	# --writeback: the pool cap is the point, not to be lifted
+	[ -n "$ZSWAP_POOL_PCT" ] && pct=$ZSWAP_POOL_PCT
 	echo "$pct" >"$ZSWAP/max_pool_percent"
 	echo "$1" >"$ZSWAP/enabled"
 }
@@ -353,7 +380,10 @@ zswapd_attach() {  # LIMIT_MIB BUDGET_MIB
 		echo "bench: pid $WPID is not served by zswapd" >&2
 		return 1
 	fi
-	if [ "$HAVE_LIMIT" -eq 1 ]; then
+	if [ -n "$CASE_LIMIT" ]; then
+		# --writeback: a fixed limit B - P, the pool being capped at P
+		"$B/zswapctl" limit "$WPID" "${1}M" >"$CASE/limit.txt"
+	elif [ "$HAVE_LIMIT" -eq 1 ]; then
 		"$B/zswapctl" limit "$WPID" "${1}M" >"$CASE/limit.txt"
 		budget_keeper "$WPID" "$2" 9>&- &
 		KPID=$!
@@ -423,17 +453,23 @@ run_case() {
 		"${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	swap | zswap)
-		kernel_setup "$mode" "$budget"
+		kernel_setup "$mode" "${CASE_LIMIT:-$budget}"
+		limit=${CASE_LIMIT:-0}
 		# Into the cgroup before exec, so that every page is charged there.
 		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${wl[@]}" \
 			>"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	zswapd)
-		read -r limit q < <(zswapd_limit_mib "$comp" "$budget")
-		# A pool limit that holds all of the data: as for kernel zswap,
-		# the pool limit must not enter the comparison.
-		echo "max_pool_bytes = ${SIZE}M" >"$TMP/zswapd.conf"
-		start_daemon "$comp" "$TMP/zswapd.conf"
+		if [ -n "$CASE_LIMIT" ]; then
+			limit=$CASE_LIMIT
+			start_daemon "$comp" "$CASE_CONF"
+		else
+			read -r limit q < <(zswapd_limit_mib "$comp" "$budget")
+			# A pool limit that holds all of the data: as for kernel zswap,
+			# the pool limit must not enter the comparison.
+			echo "max_pool_bytes = ${SIZE}M" >"$TMP/zswapd.conf"
+			start_daemon "$comp" "$TMP/zswapd.conf"
+		fi
 		LD_PRELOAD=$B/libzswap.so "${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- &
 		;;
 	esac
@@ -554,6 +590,58 @@ run_compare() {
 	fi
 }
 
+# ---------------------------------------------------------------- writeback
+
+# Issue 4: one total budget B = S/4 for resident + pool, the pool capped at
+# P = B/4, and a swap file behind it: who moves fewer bytes to and from disk?
+run_writeback() {
+	SIZE=1024 SECS=30 WARMUP=10
+	[ $QUICK -eq 1 ] && SIZE=256 SECS=8 WARMUP=3
+	SIZE=${BENCH_SIZE_MIB:-$SIZE} SECS=${BENCH_SECONDS:-$SECS} WARMUP=${BENCH_WARMUP:-$WARMUP}
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	HAVE_LIMIT=0
+	"$B/zswapctl" --help 2>&1 | grep -q '^ *limit ' && HAVE_LIMIT=1
+	[ $HAVE_LIMIT -eq 1 ] || { echo "bench: --writeback needs \`zswapctl limit\`" >&2; return 1; }
+	local budget=$((SIZE / 4)) pool pct kernel=1 load
+	pool=$((budget / 4))
+	# kernel zswap's cap is a whole percent of MemTotal: the largest one
+	# not above P, at least 1 (which on a big machine is far above P).
+	pct=$((pool * 100 / MEMTOTAL_MIB))
+	[ $pct -ge 1 ] || pct=1
+	FAILED=0 NCASE=0
+	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
+	NCASES=$((1 + 2 * kernel))
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	echo "bench: writeback: S $SIZE MiB, budget B $budget MiB, pool cap P $pool MiB" \
+		"(kernel zswap: $pct% of $MEMTOTAL_MIB MiB = $((MEMTOTAL_MIB * pct / 100)) MiB)" >&2
+
+	if [ $kernel -eq 1 ]; then
+		CASE_LIMIT=$budget
+		run_case "swap only" swap "$budget" ""
+		CASE_LIMIT=$((budget - pool)) ZSWAP_POOL_PCT=$pct
+		run_case "zswap lzo + swap" zswap "$budget" lzo
+		ZSWAP_POOL_PCT=
+	fi
+	printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
+		"$pool" "$WBFILE" $((2 * SIZE)) >"$TMP/zswapd-wb.conf"
+	CASE_LIMIT=$((budget - pool)) CASE_CONF=$TMP/zswapd-wb.conf
+	run_case "zswapd lzo + swap file" zswapd "$budget" lzo
+	CASE_LIMIT= CASE_CONF=
+	rm -f "$SWAPFILE" "$WBFILE"
+
+	local cmd="tests/bench/run.sh${*:+ $*}"
+	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/cases" --out "$OUT" \
+		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap files on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE, $WBFILE)" \
+		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
+		--warmup "$WARMUP" --budget "$budget" --pool-cap "$pool" --zswap-pool-pct "$pct" \
+		--memtotal "$MEMTOTAL_MIB" --kernel-skip "${KERNEL_SKIP:-}"
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
 if [ $DO_MICRO -eq 1 ]; then run_micro; fi
 if [ $DO_COMPARE -eq 1 ]; then run_compare "$@"; fi   # returns 1 (set -e: exit 1) on a failed run
+if [ $DO_WRITEBACK -eq 1 ]; then run_writeback "$@"; fi
 exit 0

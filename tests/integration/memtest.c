@@ -18,6 +18,10 @@
  *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
  *   memtest plain MIB                            fill and verify, no zswapd needed
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
+ *   memtest churn                                reclaim and verify while another thread
+ *                                                keeps the mm changing (madvise): refused
+ *                                                pages must come back even when the kernel
+ *                                                says EAGAIN to putting them back
  *   memtest hold MIB [hot]                       fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter
@@ -506,6 +510,7 @@ static int t_kernel(int argc, char **argv)
 	}
 	verify(m, npages, 12, "after the pipe");
 	close(fd);
+	free(buf);
 	return failures ? 1 : 0;
 }
 
@@ -616,6 +621,52 @@ static int t_hold(int argc, char **argv)
 	printf("hold: %llu touches, %llu writes, %zu pages wrong\n", (unsigned long long)touches,
 	       (unsigned long long)v, bad);
 	CHECK(bad == 0, "%zu pages differ", bad);
+	free(shadow);
+	return failures ? 1 : 0;
+}
+
+static uint8_t *churn_area;
+static atomic_bool churn_stop;
+
+/* Touch and discard one region over and over: each MADV_DONTNEED of a
+ * registered range is a REMOVE event, during which UFFDIO_COPY says EAGAIN. */
+static void *churn_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&churn_stop)) {
+		for (unsigned i = 0; i < 256; i++)
+			churn_area[i * PAGE] = (uint8_t)i;
+		madvise(churn_area, 256 * PAGE, MADV_DONTNEED);
+	}
+	return NULL;
+}
+
+static int t_churn(int argc, char **argv)
+{
+	size_t npages = 32 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	long total = 0;
+	pthread_t th[2];
+
+	(void)argc;
+	(void)argv;
+	churn_area = map_anon(256 * PAGE);
+	memset(churn_area, 1, 256 * PAGE);
+	fill(m, npages, 17);
+	CHECK(reclaim_self(64 * MIB) > 0, "nothing evicted"); /* registers the churn area too */
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, churn_thread, NULL);
+	for (int i = 0; i < 15; i++) {
+		long n = reclaim_self(32 * MIB);
+
+		total += n > 0 ? n : 0;
+		verify(m, npages, 17, "under churn");
+	}
+	atomic_store(&churn_stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	printf("churn: %ld pages evicted in 15 rounds while the mm kept changing\n", total);
+	CHECK(total > 0, "nothing evicted under churn");
 	return failures ? 1 : 0;
 }
 
@@ -641,7 +692,7 @@ int main(int argc, char **argv)
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
-		{ "hold", t_hold },
+		{ "hold", t_hold },	  { "churn", t_churn },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

