@@ -279,8 +279,9 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
  */
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot)
 {
-	ZS_STAGING_VETO(t->staging, t->staging_pages)[slot] = 1;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Stored before the ioctl that wakes the agent, which then reads it. */
+	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
+			 __ATOMIC_SEQ_CST);
 	return uffd_unprotect(t, addr, ZS_PAGE_SIZE);
 }
 
