@@ -98,7 +98,7 @@ check-unit: $(UNIT_TESTS)
 	done; exit $$fail
 
 check-integration: all $(ITEST_PROGS)
-	$(Q)BUILD=$(BUILD) tests/integration/run.sh
+	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/integration/run.sh
 
 # fuzz-smoke: both fuzzers over the committed corpus (seconds); SKIP without clang.
 check: check-unit check-integration fuzz-smoke-if-clang
@@ -117,7 +117,10 @@ asan:
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	$(MAKE) BUILD=build-asan SANITIZE=address,undefined CFLAGS="-O1 -g" check
 
+# die_after_fork=0: the shim starts a forked child's agent thread in its
+# atfork handler, which TSan refuses by default.
 tsan:
+	TSAN_OPTIONS=die_after_fork=0 \
 	$(MAKE) BUILD=build-tsan SANITIZE=thread CFLAGS="-O1 -g" check
 
 bench-quick bench: all

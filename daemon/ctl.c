@@ -136,24 +136,41 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 	return r;
 }
 
-static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
+/*
+ * The target a reclaim or limit names, if the peer may act on it.  If not,
+ * the peer has been told why and false is returned.
+ */
+static bool ctl_find_target(struct conn *c, const struct zs_hdr *h, uint32_t pid, const char *verb,
+			    struct target **ret_target)
 {
-	const struct zs_reclaim *req = proto_payload(h);
-	struct target *t = target_by_pid(c->d, (pid_t)req->pid);
+	struct target *t = target_by_pid(c->d, (pid_t)pid);
 	char msg[160];
-	int r;
 
 	if (!t) {
 		snprintf(msg, sizeof(msg), "pid %u is not served by zswapd (start it under the shim)",
-			 req->pid);
-		return proto_send_error(c->w.fd, h->seq, -ESRCH, msg);
+			 pid);
+		proto_send_error(c->w.fd, h->seq, -ESRCH, msg);
+		return false;
 	}
 	if (!ctl_may_see(c, t)) {
 		c->d->st.denied++;
-		log_warning("uid %u may not reclaim pid %u, refusing", (unsigned)c->cred.uid, req->pid);
-		return proto_send_error(c->w.fd, h->seq, -EPERM,
-					"only root or the process's owner may reclaim it");
+		log_warning("uid %u may not %s pid %u, refusing", (unsigned)c->cred.uid, verb, pid);
+		snprintf(msg, sizeof(msg), "only root or the process's owner may %s it", verb);
+		proto_send_error(c->w.fd, h->seq, -EPERM, msg);
+		return false;
 	}
+	*ret_target = t;
+	return true;
+}
+
+static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_reclaim *req = proto_payload(h);
+	struct target *t;
+	int r;
+
+	if (!ctl_find_target(c, h, req->pid, "reclaim", &t))
+		return 0;
 	if (c->d->stopping)
 		return proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
 	r = reclaim_start(t, c, h->seq, req->bytes);
@@ -170,22 +187,12 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_limit *req = proto_payload(h);
-	struct target *t = target_by_pid(c->d, (pid_t)req->pid);
 	struct zs_limit_reply rep = { 0 };
+	struct target *t;
 	uint64_t kb = 0;
-	char msg[160];
 
-	if (!t) {
-		snprintf(msg, sizeof(msg), "pid %u is not served by zswapd (start it under the shim)",
-			 req->pid);
-		return proto_send_error(c->w.fd, h->seq, -ESRCH, msg);
-	}
-	if (!ctl_may_see(c, t)) {
-		c->d->st.denied++;
-		log_warning("uid %u may not limit pid %u, refusing", (unsigned)c->cred.uid, req->pid);
-		return proto_send_error(c->w.fd, h->seq, -EPERM,
-					"only root or the process's owner may limit it");
-	}
+	if (!ctl_find_target(c, h, req->pid, "limit", &t))
+		return 0;
 	if (req->bytes && req->bytes < 1024 * 1024)
 		return proto_send_error(c->w.fd, h->seq, -EINVAL, "a limit below 1M makes no sense");
 	t->limit_bytes = req->bytes;

@@ -625,18 +625,19 @@ static int t_hold(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
-static uint8_t *churn_area;
+static uint8_t *churn_area[2];
 static atomic_bool churn_stop;
 
 /* Touch and discard one region over and over: each MADV_DONTNEED of a
  * registered range is a REMOVE event, during which UFFDIO_COPY says EAGAIN. */
 static void *churn_thread(void *arg)
 {
-	(void)arg;
+	uint8_t *area = churn_area[(uintptr_t)arg];
+
 	while (!atomic_load(&churn_stop)) {
 		for (unsigned i = 0; i < 256; i++)
-			churn_area[i * PAGE] = (uint8_t)i;
-		madvise(churn_area, 256 * PAGE, MADV_DONTNEED);
+			area[i * PAGE] = (uint8_t)i;
+		madvise(area, 256 * PAGE, MADV_DONTNEED);
 	}
 	return NULL;
 }
@@ -650,12 +651,14 @@ static int t_churn(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	churn_area = map_anon(256 * PAGE);
-	memset(churn_area, 1, 256 * PAGE);
+	for (int i = 0; i < 2; i++) {
+		churn_area[i] = map_anon(256 * PAGE);
+		memset(churn_area[i], 1, 256 * PAGE);
+	}
 	fill(m, npages, 17);
 	CHECK(reclaim_self(64 * MIB) > 0, "nothing evicted"); /* registers the churn area too */
 	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, churn_thread, NULL);
+		pthread_create(&th[i], NULL, churn_thread, (void *)(uintptr_t)i);
 	for (int i = 0; i < 15; i++) {
 		long n = reclaim_self(32 * MIB);
 
