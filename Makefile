@@ -101,7 +101,8 @@ check-integration: all $(ITEST_PROGS)
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/integration/run.sh
 
 # fuzz-smoke: both fuzzers over the committed corpus (seconds); SKIP without clang.
-check: check-unit check-integration fuzz-smoke-if-clang
+# Integration last, so its "N passed, N failed" line closes the output.
+check: check-unit fuzz-smoke-if-clang check-integration
 
 fuzz-smoke-if-clang:
 	@if echo 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
