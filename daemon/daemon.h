@@ -154,7 +154,6 @@ struct reclaim {
 	bool idle_only;	   /* idle eviction: never take a page that came back lately */
 	uint32_t seq;
 	uint64_t want_pages;
-	uint64_t scan_start; /* where the clock hand was when it began */
 	bool wrapped;
 	struct zs_reclaim_reply reply;
 	/* The evictable ranges, read from smaps once per request (smaps walks
@@ -222,7 +221,6 @@ struct daemon {
 	uint64_t next_batch_id;
 	bool stopping;
 	uint64_t stop_usec;
-	bool foreground;
 	bool socket_activated; /* the listening socket came from systemd: not ours to unlink */
 	bool sd_notify;		/* NOTIFY_SOCKET was set */
 	uint64_t watchdog_usec; /* 0 = no watchdog */

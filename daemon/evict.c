@@ -381,14 +381,10 @@ static int evict_pick(struct target *t, struct vmscan_run *runs, struct vmscan_r
 			vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_hot, t, res);
 	/* Under half a batch of cold pages left: a limit or a reclaim must still
 	 * converge, so pick again from the same place with the hot pages in. */
-	if (r == 0 && res->npages < t->staging_pages / 2 && !(rc && rc->idle_only)) {
-		uint64_t skipped = res->skipped;
-
+	if (r == 0 && res->npages < t->staging_pages / 2 && !(rc && rc->idle_only))
 		r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
 				vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_poor,
 				t, res);
-		res->skipped = skipped;
-	}
 	if (r < 0)
 		goto out;
 	t->scan_cursor = res->cursor;

@@ -413,7 +413,6 @@ int main(int argc, char **argv)
 		printf("%s: OK\n", d.cfg_path[0] ? d.cfg_path : "(built-in defaults)");
 		return 0;
 	}
-	d.foreground = a.foreground;
 	d.sd_notify = getenv("NOTIFY_SOCKET") != NULL;
 	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS")) {
 		r = background(&ready_fd);

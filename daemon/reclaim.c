@@ -74,7 +74,6 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 		rc->conn = c;
 		rc->seq = seq;
 		rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
-		rc->scan_start = t->scan_cursor;
 		if (!t->batch && t->agent_tid)
 			reclaim_progress(t);
 		return 0; /* else the batch in flight continues it */
@@ -93,7 +92,6 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 	rc->idle_only = idle_only;
 	rc->seq = seq;
 	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
-	rc->scan_start = t->scan_cursor;
 	t->reclaim = rc;
 	if (!t->batch && t->agent_tid)
 		reclaim_progress(t);

@@ -213,7 +213,7 @@ static int vmscan_range(int pagemap_fd, const struct vma *vma, uint64_t addr, ui
 			if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
 				    (PM_PRESENT | PM_MMAP_EXCLUSIVE) &&
 			    skip->fn && skip->fn(addr >> ZS_PAGE_SHIFT, skip->ctx)) {
-				res->skipped++;
+				/* passed over: the skip function counts why */
 			} else if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
 				   (PM_PRESENT | PM_MMAP_EXCLUSIVE)) {
 				struct vmscan_run *last = res->nruns ? &runs[res->nruns - 1] : NULL;

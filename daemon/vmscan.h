@@ -38,7 +38,6 @@ struct vmscan_result {
 	uint32_t npages;
 	uint64_t cursor;  /* where the next pick should start */
 	uint64_t scanned; /* pages looked at */
-	uint64_t skipped; /* candidates that skip() kept */
 };
 
 /*
