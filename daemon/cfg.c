@@ -203,6 +203,7 @@ static const struct cfg_key cfg_keys[] = {
 	 */
 	{ "hot_window_seconds", cfg_parse_uint, CFG_FIELD(hot_window_seconds), "10", 1, 3600, NULL },
 	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(idle_evict_seconds), "0", 0, 86400, NULL },
+	{ "default_limit_percent", cfg_parse_uint, CFG_FIELD(default_limit_percent), "0", 0, 100, NULL },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

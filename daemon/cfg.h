@@ -34,6 +34,7 @@ struct cfg {
 	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */
 	unsigned hot_window_seconds;	   /* 1..3600: a refaulted page is left alone this long */
 	unsigned idle_evict_seconds;	   /* 0..86400: evict what was not wanted back for this long; 0 = off */
+	unsigned default_limit_percent;	   /* 0..100: resident share of anon memory for targets without a limit; 0 = none */
 };
 
 void cfg_defaults(struct cfg *c);

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "hot.h"
 #include "idx.h"
 #include "log.h"
 #include "pool.h"
@@ -125,10 +124,8 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		ti->stores = t->stores;
 		ti->loads = t->loads;
 		ti->invalidates = t->invalidates;
-		ti->limit_bytes = t->limit_bytes;
-		ti->hot_pages = t->hot ? hot_count(t->hot, now_usec() / 1000,
-						   c->d->cfg.hot_window_seconds * 1000ull)
-				       : 0;
+		ti->limit_bytes = reclaim_limit_of(t, ti->resident_pages * ZS_PAGE_SIZE);
+		ti->hot_pages = target_hot_pages(t);
 		n++;
 	}
 	r = proto_send(c->w.fd, ZS_LIST_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);
@@ -196,6 +193,7 @@ static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 	if (req->bytes && req->bytes < 1024 * 1024)
 		return proto_send_error(c->w.fd, h->seq, -EINVAL, "a limit below 1M makes no sense");
 	t->limit_bytes = req->bytes;
+	t->limit_set = true;
 	proc_status_kb(t->pid, "RssAnon", &kb);
 	rep.limit_bytes = t->limit_bytes;
 	rep.resident_bytes = kb * 1024;

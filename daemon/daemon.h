@@ -25,7 +25,9 @@
 #include <linux/userfaultfd.h>
 
 #include "cfg.h"
+#include "hot.h"
 #include "proto.h"
+#include "vmscan.h"
 #include "zswap_proto.h"
 
 struct daemon;
@@ -147,6 +149,18 @@ struct batch {
 	uint64_t started_usec;
 };
 
+/* The next batch being chosen, one chunk of address space per loop turn. */
+struct pick {
+	struct vmscan_run *runs; /* EVICT_MAX_RUNS */
+	struct vmscan_result res;
+	int pagemap_fd;
+	uint64_t start, cursor; /* where this pass began, and where it goes on */
+	uint64_t scanned;	/* pages looked at in this pass */
+	uint64_t total;		/* pages in the evictable ranges: one sweep */
+	bool hot_in;		/* second pass: recently refaulted pages may go too */
+	uint64_t started_usec;
+};
+
 /* A `zswapctl reclaim` being served on one target. */
 struct reclaim {
 	struct conn *conn; /* NULL if the requester went away, or internal */
@@ -156,12 +170,6 @@ struct reclaim {
 	uint64_t want_pages;
 	bool wrapped;
 	struct zs_reclaim_reply reply;
-	/* The evictable ranges, read from smaps once per request (smaps walks
-	 * every page table: it cost more than the rest of a batch).  Dropped
-	 * when an UNMAP or REMAP event says the layout changed. */
-	struct vma *vmas;
-	size_t nvmas;
-	bool vmas_valid;
 };
 
 struct target {
@@ -186,8 +194,22 @@ struct target {
 	struct reclaim *reclaim;
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
-	struct hot *hot;      /* pages faulted back lately (hot.h); NULL until the first */
-	struct hot *poor;     /* pages refused lately for compressing poorly: not worth a retry */
+	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
+	bool limit_set;	      /* by zswapctl limit (even "none"): default_limit_percent no longer applies */
+	struct hot hot;       /* pages faulted back lately (hot.h) */
+	uint64_t hot_window_ms; /* how long they are passed over: see evict_pick(); 0 = the config's */
+	/* The evictable ranges, read from smaps at most once a second (smaps
+	 * walks every page table: under a limit it cost more than the pagemap
+	 * sweeps).  Dropped when an UNMAP or REMAP event says the layout changed;
+	 * a range mapped meanwhile waits for the next read. */
+	struct vma *vmas;
+	size_t nvmas;
+	uint64_t vmas_usec; /* when read; 0 = read again */
+	struct pick *pick;  /* a batch being chosen, or NULL */
+	/* Forked while this parent had a batch in flight: until it commits,
+	 * our missing faults may be on its pages in flight, so they wait. */
+	struct target *batch_parent;
+	struct hot poor;      /* pages refused lately for compressing poorly: not worth a retry */
 	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
 	struct wb_io *reads;	/* swap file reads under way for our faults */
 	uint64_t last_swapin;	/* address of the last fault served from the swap file */
@@ -300,7 +322,10 @@ int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
 int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
 
 /* evict.c */
+#define EVICT_PICKING 2
 int evict_start(struct target *t);
+void evict_pick_free(struct target *t);
+void evict_forget_child(struct daemon *d, struct target *child);
 int evict_done(struct target *t, const struct zs_evict_done *done);
 void evict_abort(struct target *t);
 bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot);
@@ -316,11 +341,15 @@ int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
 void reclaim_idle_sweep(struct daemon *d);
 void target_note_refault(struct target *t, uint64_t addr);
-bool target_is_hot(const struct target *t, uint64_t pgno);
 void target_note_poor(struct target *t, uint64_t addr);
-bool target_is_poor(const struct target *t, uint64_t pgno);
+uint64_t target_hot_pages(const struct target *t);
+uint64_t target_hot_window_ms(const struct target *t);
+#define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
+bool reclaim_picking(const struct daemon *d);
+uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
+void reclaim_continue(struct daemon *d);
 void reclaim_cancel(struct target *t, int err);
 
 /* ctl.c */

@@ -27,7 +27,9 @@
  *  - the app's discard (REMOVE, UNMAP) of a page in flight marks it dead:
  *    it is not committed, so a later touch reads zeros as Linux promises;
  *  - mremap moves pages in flight: the commit indexes them where they went;
- *  - fork while in flight: the child gets the committed entries too.
+ *  - fork while in flight: the child gets the committed entries too, and
+ *    the pages put back (restored, refused, aborted); until the commit its
+ *    missing faults wait (a page its parent dropped has no entry yet).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +47,9 @@
 #include "vmscan.h"
 
 #define EVICT_MAX_RUNS 512
+#define EVICT_VMAS_TTL_USEC 1000000
+#define EVICT_MIN_HOT_MS 100
+#define EVICT_PICK_CHUNK 16384 /* pages of address space looked at per loop turn: ~0.3 ms */ /* the shortest protection a refaulted page gets */
 
 static void batch_free(struct batch *b)
 {
@@ -204,9 +209,10 @@ void evict_note_fork(struct target *t, struct target *child)
 
 	if (!b)
 		return;
-	if (b->nforks < BATCH_MAX_FORKS)
+	if (b->nforks < BATCH_MAX_FORKS) {
 		b->forks[b->nforks++] = child;
-	else
+		child->batch_parent = t;
+	} else
 		log_error("pid %d: too many forks during one eviction batch", (int)t->pid);
 }
 
@@ -309,25 +315,31 @@ static int evict_protect(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
+/* What the clock hand passes over, with the time read once per pick. */
+struct evict_skip {
+	struct target *t;
+	uint64_t now_ms, hot_ms;
+};
+
 static bool evict_skip_poor(uint64_t pgno, void *ctx)
 {
-	struct target *t = ctx;
+	struct evict_skip *sk = ctx;
 
-	if (!target_is_poor(t, pgno))
+	if (!hot_recent(&sk->t->poor, pgno, sk->now_ms, TARGET_POOR_WINDOW_MS))
 		return false;
-	t->d->st.poor_skips++;
+	sk->t->d->st.poor_skips++;
 	return true;
 }
 
 static bool evict_skip_hot(uint64_t pgno, void *ctx)
 {
-	struct target *t = ctx;
+	struct evict_skip *sk = ctx;
 
 	if (evict_skip_poor(pgno, ctx))
 		return true;
-	if (!target_is_hot(t, pgno))
+	if (!hot_recent(&sk->t->hot, pgno, sk->now_ms, sk->hot_ms))
 		return false;
-	t->d->st.hot_skips++;
+	sk->t->d->st.hot_skips++;
 	return true;
 }
 
@@ -345,60 +357,144 @@ static int evict_read_vmas(struct target *t, struct vma **ret_vmas, size_t *ret_
 	return r;
 }
 
-static int evict_pick(struct target *t, struct vmscan_run *runs, struct vmscan_result *res)
+void evict_pick_free(struct target *t)
 {
-	struct reclaim *rc = t->reclaim;
-	struct vma *vmas = NULL;
-	size_t nvmas = 0;
-	char path[64];
-	int fd = -1, r;
+	struct pick *p = t->pick;
 
-	if (rc && rc->vmas_valid) {
-		vmas = rc->vmas;
-		nvmas = rc->nvmas;
-	} else {
+	if (!p)
+		return;
+	if (p->pagemap_fd >= 0)
+		close(p->pagemap_fd);
+	free(p->runs);
+	free(p);
+	t->pick = NULL;
+}
+
+static int evict_pick_new(struct target *t)
+{
+	struct pick *p;
+	char path[64];
+	int r;
+
+	if (!t->vmas_usec || now_usec() - t->vmas_usec > EVICT_VMAS_TTL_USEC) {
+		struct vma *vmas;
+		size_t nvmas;
+
 		r = evict_read_vmas(t, &vmas, &nvmas);
 		if (r < 0)
 			return r;
-		if (rc) {
-			free(rc->vmas);
-			rc->vmas = vmas;
-			rc->nvmas = nvmas;
-			rc->vmas_valid = true;
-		}
+		free(t->vmas);
+		t->vmas = vmas;
+		t->nvmas = nvmas;
+		t->vmas_usec = now_usec();
 	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->runs = calloc(EVICT_MAX_RUNS, sizeof(*p->runs));
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
+	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->pick = p;
+	if (!p->runs || p->pagemap_fd < 0) {
+		r = p->pagemap_fd < 0 ? -errno : -ENOMEM;
+		evict_pick_free(t);
+		return r;
 	}
-	/* One eviction batch scans at most one sweep of the address space,
-	 * passing over pages that came back lately (hot.h).  If that leaves
-	 * nothing, a limit or an explicit reclaim still has to make progress:
-	 * then the hot pages go too, oldest-visited first. */
-	r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
-			vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_hot, t, res);
-	/* Under half a batch of cold pages left: a limit or a reclaim must still
-	 * converge, so pick again from the same place with the hot pages in. */
-	if (r == 0 && res->npages < t->staging_pages / 2 && !(rc && rc->idle_only))
-		r = vmscan_pick(fd, vmas, nvmas, t->scan_cursor, t->staging_pages,
-				vmscan_total_pages(vmas, nvmas), runs, EVICT_MAX_RUNS, evict_skip_poor,
-				t, res);
+	p->start = p->cursor = t->scan_cursor;
+	p->total = vmscan_total_pages(t->vmas, t->nvmas);
+	p->started_usec = now_usec();
+	return 0;
+}
+
+/*
+ * Chooses the pages of the next batch, EVICT_PICK_CHUNK pages of address
+ * space per call: a sweep of a large process takes milliseconds, and every
+ * fault of every target would wait behind it.  Returns 1 when the pick is
+ * complete (t->pick holds it), 0 when the loop should call again, -errno.
+ */
+static int evict_pick(struct target *t)
+{
+	struct reclaim *rc = t->reclaim;
+	struct pick *p;
+	struct evict_skip sk = { t, now_usec() / 1000, target_hot_window_ms(t) };
+	struct vmscan_result got = { 0 };
+	uint64_t left;
+	int r;
+
+	if (!t->pick) {
+		r = evict_pick_new(t);
+		if (r < 0)
+			return r;
+	}
+	p = t->pick;
+	left = p->total - p->scanned;
+	/* One pass scans at most one sweep of the address space, passing over
+	 * pages that came back lately (hot.h). */
+	r = vmscan_pick(p->pagemap_fd, t->vmas, t->nvmas, p->cursor,
+			t->staging_pages - p->res.npages, left < EVICT_PICK_CHUNK ? left : EVICT_PICK_CHUNK,
+			p->runs + p->res.nruns, EVICT_MAX_RUNS - p->res.nruns,
+			p->hot_in ? evict_skip_poor : evict_skip_hot, &sk, &got);
 	if (r < 0)
-		goto out;
-	t->scan_cursor = res->cursor;
-	if (rc) {
-		rc->reply.scanned_pages += res->scanned;
-		if (rc->reply.scanned_pages >= vmscan_total_pages(vmas, nvmas))
-			rc->wrapped = true;
+		return r;
+	p->res.npages += got.npages;
+	p->res.nruns += got.nruns;
+	p->scanned += got.scanned;
+	p->cursor = got.cursor;
+	if (rc)
+		rc->reply.scanned_pages += got.scanned;
+	if (p->res.npages < t->staging_pages && p->res.nruns < EVICT_MAX_RUNS &&
+	    p->scanned < p->total && t->nvmas)
+		return 0;
+	/*
+	 * Under half a batch of cold pages in a whole sweep: what refaulted
+	 * within the window is more than the process may keep.  Protecting it
+	 * all would make every batch sweep everything and then take hot pages
+	 * anyway, so the window shrinks until what it protects fits (the
+	 * kernel's workingset test: a refault counts as hot only if its
+	 * distance is within what memory can hold).  A limit or a reclaim must
+	 * still converge now: a second pass from the same place, hot pages in.
+	 * When batches fill easily again, the window grows back.  Idle sweeps
+	 * take what is cold and nothing else.
+	 */
+	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->staging_pages / 2) {
+		t->hot_window_ms = sk.hot_ms / 2 > EVICT_MIN_HOT_MS ? sk.hot_ms / 2 : EVICT_MIN_HOT_MS;
+		p->hot_in = true;
+		p->res = (struct vmscan_result){ 0 };
+		p->cursor = p->start;
+		p->scanned = 0;
+		return 0;
 	}
-out:
-	if (fd >= 0)
-		close(fd);
-	if (!rc)
-		free(vmas);
-	return r;
+	if (!p->hot_in && p->res.npages == t->staging_pages)
+		t->hot_window_ms = sk.hot_ms + sk.hot_ms / 8 + 1;
+	t->scan_cursor = p->cursor;
+	if (rc && rc->reply.scanned_pages >= p->total)
+		rc->wrapped = true;
+	return 1;
+}
+
+/*
+ * The pick is a few loop turns old, and the app ran meanwhile: a page it
+ * discarded before we registered its range left no REMOVE event, and the
+ * agent would fault on it.  Now that the run is protected and registered
+ * (any later discard is an event), keep the run up to its first page that
+ * is not present, and let the rest go.  Returns the pages kept.
+ */
+static uint32_t evict_present_prefix(struct target *t, uint64_t addr, uint32_t npages)
+{
+	uint64_t pm[64];
+	uint32_t n = npages < 64 ? npages : 64, k;
+	ssize_t got = pread(t->pick->pagemap_fd, pm, n * sizeof(pm[0]),
+			    (off_t)((addr >> ZS_PAGE_SHIFT) * sizeof(pm[0])));
+
+	if (got < 0)
+		return 0;
+	n = (uint32_t)((size_t)got / sizeof(pm[0]));
+	for (k = 0; k < n; k++)
+		if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) != (PM_PRESENT | PM_MMAP_EXCLUSIVE))
+			break;
+	if (k == 64 && npages > 64)
+		return 64 + evict_present_prefix(t, addr + (64ull << ZS_PAGE_SHIFT), npages - 64);
+	return k;
 }
 
 static int evict_send(struct target *t, struct batch *b)
@@ -424,11 +520,11 @@ static int evict_send(struct target *t, struct batch *b)
 
 /*
  * Starts one batch on t.  Returns 1 if a batch is now in flight, 0 if there
- * was nothing to evict, -errno on failure.
+ * was nothing to evict, EVICT_PICKING if the pick needs more loop turns
+ * (call again), -errno on failure.
  */
 int evict_start(struct target *t)
 {
-	uint64_t t0 = now_usec();
 	struct vmscan_run *runs;
 	struct vmscan_result res;
 	struct batch *b = NULL;
@@ -437,14 +533,18 @@ int evict_start(struct target *t)
 
 	if (t->batch || !t->conn || !t->agent_tid || t->dead || t->d->stopping)
 		return -EBUSY;
-	runs = calloc(EVICT_MAX_RUNS, sizeof(*runs));
-	if (!runs)
-		return -ENOMEM;
-	r = evict_pick(t, runs, &res);
-	if (r < 0 || res.npages == 0)
-		goto out;
+	r = evict_pick(t);
+	if (r <= 0) {
+		if (r < 0)
+			evict_pick_free(t);
+		return r < 0 ? r : EVICT_PICKING;
+	}
+	runs = t->pick->runs;
+	res = t->pick->res;
 	log_debug("pid %d: picked %u pages in %zu runs in %llu us", (int)t->pid, res.npages,
-		  res.nruns, (unsigned long long)(now_usec() - t0));
+		  res.nruns, (unsigned long long)(now_usec() - t->pick->started_usec));
+	if (res.npages == 0)
+		goto out;
 
 	r = -ENOMEM;
 	b = calloc(1, sizeof(*b));
@@ -460,6 +560,7 @@ int evict_start(struct target *t)
 
 	for (size_t i = 0; i < res.nruns; i++) {
 		uint64_t len = (uint64_t)runs[i].npages << ZS_PAGE_SHIFT;
+		uint32_t kept;
 
 		r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
 		if (r == 0)
@@ -472,13 +573,19 @@ int evict_start(struct target *t)
 				goto out;
 			continue;
 		}
+		kept = evict_present_prefix(t, runs[i].addr, runs[i].npages);
+		if (kept < runs[i].npages)
+			uffd_unprotect(t, runs[i].addr + ((uint64_t)kept << ZS_PAGE_SHIFT),
+				       (uint64_t)(runs[i].npages - kept) << ZS_PAGE_SHIFT);
+		if (kept == 0)
+			continue;
 		b->runs[b->nruns++] = (struct batch_run){
 			.addr = runs[i].addr,
-			.npages = runs[i].npages,
+			.npages = kept,
 			.slot = slot,
 			.drop_cursor = runs[i].addr,
 		};
-		slot += runs[i].npages;
+		slot += kept;
 	}
 	b->npages = slot;
 	if (b->nruns == 0) {
@@ -499,7 +606,7 @@ int evict_start(struct target *t)
 	r = 1;
 out:
 	batch_free(b);
-	free(runs);
+	evict_pick_free(t);
 	return r;
 }
 
@@ -581,8 +688,23 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 	return 0;
 }
 
+/* A target is going away: no batch of a parent may still name it. */
+void evict_forget_child(struct daemon *d, struct target *child)
+{
+	for (struct target *t = d->targets; t; t = t->next) {
+		struct batch *b = t->batch;
+
+		for (uint32_t f = 0; b && f < b->nforks; f++)
+			if (b->forks[f] == child)
+				b->forks[f] = b->forks[--b->nforks];
+	}
+	child->batch_parent = NULL;
+}
+
 static void evict_finish(struct target *t, struct batch *b)
 {
+	for (uint32_t f = 0; f < b->nforks; f++)
+		b->forks[f]->batch_parent = NULL;
 	for (uint32_t i = 0; i < b->nruns; i++)
 		uffd_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
 	t->batch = NULL;
@@ -618,8 +740,16 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 			int r;
 
-			if (b->dead[slot] || b->restored[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
-				continue; /* discarded by the app (zeros), or resident again */
+			if (b->restored[slot] && !b->dead[slot]) {
+				/* Resident again here; a child forked after the drop
+				 * lacks it (EEXIST where it has it). */
+				for (uint32_t f = 0; f < b->nforks; f++)
+					if (!b->forks[f]->dead)
+						evict_put_back(b->forks[f], addr, page);
+				continue;
+			}
+			if (b->dead[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
+				continue; /* discarded by the app (zeros), or never dropped */
 			r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
 			if (r < 0) {
 				if (r == -E2BIG)
@@ -659,15 +789,22 @@ void evict_abort(struct target *t)
 
 	if (!b)
 		return;
-	for (uint32_t i = 0; i < b->nruns && !t->dead; i++) {
+	for (uint32_t i = 0; i < b->nruns; i++) {
 		struct batch_run *run = &b->runs[i];
 
 		for (uint32_t k = 0; k < run->npages; k++) {
 			uint32_t slot = run->slot + k;
+			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
+			const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
 
-			if (!b->dead[slot])
-				evict_put_back(t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
-					       t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
+			if (b->dead[slot])
+				continue;
+			if (!t->dead)
+				evict_put_back(t, addr, page);
+			/* children forked after the drop lack the page too */
+			for (uint32_t f = 0; f < b->nforks; f++)
+				if (!b->forks[f]->dead)
+					evict_put_back(b->forks[f], addr, page);
 		}
 	}
 	evict_finish(t, b);

@@ -8,7 +8,8 @@
  *    drain every message each time the uffd is readable and never stall.
  *  - While an event is pending the mm is "changing" and UFFDIO_COPY /
  *    ZEROPAGE say EAGAIN: such faults go on a retry list, tried again after
- *    the events are read (loop.c retries within a millisecond).
+ *    the events are read (loop.c retries 50 us later; our own agent leaves
+ *    a gap between its drops when asked, see ZS_STAGING_HOLD).
  *  - EEXIST from COPY/ZEROPAGE: the page is already there; wake the waiter.
  *    ENOENT/ESRCH/EFAULT: the range or the mm went away; wake and forget.
  *
@@ -75,8 +76,17 @@ static int fault_zeropage(struct target *t, uint64_t addr)
 	return 0;
 }
 
+/* Asks our agent to leave a gap between its drops (ZS_STAGING_HOLD). */
+static void fault_hold_agent(struct target *t, bool hold)
+{
+	if (t->staging)
+		__atomic_store_n(ZS_STAGING_HOLD(t->staging, t->staging_pages), hold ? 1u : 0u,
+				 __ATOMIC_RELEASE);
+}
+
 static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
 {
+	fault_hold_agent(t, true);
 	if (t->nretry == t->retry_cap) {
 		uint32_t cap = t->retry_cap ? t->retry_cap * 2 : 16;
 		struct uffd_msg *n = realloc(t->retry, cap * sizeof(*n));
@@ -218,6 +228,13 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
 			evict_serve_agent_wp(t, addr, slot);
 		return;
 	}
+	if (t->batch_parent && t->batch_parent->batch) {
+		/* A child forked mid-batch: the page may be one its parent had
+		 * dropped, whose entry the commit is about to give us. */
+		if (fault_queue_retry(t, msg) < 0)
+			uffd_wake(t, addr, ZS_PAGE_SIZE);
+		return;
+	}
 	if (evict_in_flight(t, addr, &slot)) {
 		if (ptid == t->agent_tid) {
 			if (evict_serve_agent_fault(t, addr, slot) == -EAGAIN &&
@@ -247,8 +264,8 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		target_new_child(t, (int)msg->arg.fork.ufd, &child);
 		break;
 	case UFFD_EVENT_REMAP:
-		if (t->reclaim)
-			t->reclaim->vmas_valid = false;
+		t->vmas_usec = 0;
+		evict_pick_free(t); /* it holds addresses that moved; the loop picks again */
 		log_debug("pid %d: remap %#llx -> %#llx +%llu", (int)t->pid,
 			  (unsigned long long)msg->arg.remap.from, (unsigned long long)msg->arg.remap.to,
 			  (unsigned long long)msg->arg.remap.len);
@@ -260,8 +277,10 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		/* the app discarded memory */
 		__attribute__((fallthrough));
 	case UFFD_EVENT_UNMAP:
-		if (t->reclaim && msg->event == UFFD_EVENT_UNMAP)
-			t->reclaim->vmas_valid = false;
+		if (msg->event == UFFD_EVENT_UNMAP) {
+			t->vmas_usec = 0;
+			evict_pick_free(t);
+		}
 		log_debug("pid %d: discard %#llx-%#llx (event %u)", (int)t->pid,
 			  (unsigned long long)msg->arg.remove.start,
 			  (unsigned long long)msg->arg.remove.end, msg->event);
@@ -330,5 +349,7 @@ void fault_retry_all(struct daemon *d)
 		for (uint32_t i = 0; i < n && !t->dead; i++)
 			fault_pagefault(t, &msgs[i]);
 		free(msgs);
+		if (!t->nretry)
+			fault_hold_agent(t, false);
 	}
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * hot.h - refault memory: which pages of a process came back recently.
+ * hot.h - a set of pages each remembered with a time: which pages of a
+ * process came back recently (refault memory), or compressed too poorly to
+ * be worth another try.
  *
  * There are no access bits to read from userspace (no idle page tracking,
  * no soft-dirty, no DAMON for virtual addresses here), and write tracking
@@ -10,8 +12,12 @@
  * that refaults is remembered, and the clock hand passes over it for a
  * while: the hot set stays resident and the cold pages go first.
  *
- * A direct-mapped table, lossy by design: a collision forgets a page, which
- * then only risks one more refault.  Pure: time comes in as an argument.
+ * An open-addressed hash table that grows with what it holds, up to a cap,
+ * and drops what has expired whenever it would grow.  It must not be lossy
+ * below the cap: a set that forgets 16k incompressible pages of a 512 MiB
+ * process makes the daemon compress each of them again on every sweep.  At
+ * the cap it forgets (a page then risks one more refault or one more try).
+ * Pure: time comes in as an argument.
  */
 #ifndef ZSWAPD_HOT_H
 #define ZSWAPD_HOT_H
@@ -19,7 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HOT_SLOTS 8192 /* per process: 128 KiB, remembers ~8k refaulted pages */
+#define HOT_MIN_SLOTS 1024u
+#define HOT_MAX_SLOTS (1u << 20) /* 16 MiB: 750k pages, 3 GiB of hot set */
 
 struct hot_slot {
 	uint64_t pgno; /* + 1, so that 0 is empty */
@@ -27,14 +34,18 @@ struct hot_slot {
 };
 
 struct hot {
-	struct hot_slot slot[HOT_SLOTS];
+	struct hot_slot *slot;
+	uint32_t cap;  /* a power of two, or 0 before the first note */
+	uint32_t used; /* slots holding a page, expired or not */
+	uint64_t rebuilt_ms;
 };
 
-/* Remembers that pgno was faulted back at now_ms. */
-void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms);
-/* True if pgno came back within window_ms before now_ms. */
+/* Remembers that pgno was seen at now_ms; what is older than window_ms may go. */
+void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms);
+/* True if pgno was seen within window_ms before now_ms. */
 bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms);
-/* How many remembered pages came back within the window: the hot-set estimate. */
+/* How many pages were seen within the window: the hot-set estimate. */
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms);
+void hot_free(struct hot *h);
 
 #endif

@@ -5,19 +5,20 @@
  * epoll over the listening socket, the signalfd, every connection, every
  * target's uffd and pidfd.  Each watch carries its own handler.  Besides
  * events the loop does three timed things: retry faults that met a changing
- * mm (EAGAIN from UFFDIO_COPY) after 1 ms, reap dead targets at the end of
+ * mm (EAGAIN from UFFDIO_COPY) after 50 us, reap dead targets at the end of
  * each turn (so no handler frees what another is still using), and once a
  * second: sd_notify STATUS/WATCHDOG and the liveness probe of targets.
  */
 #include <errno.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #include "daemon.h"
 #include "log.h"
 #include "pool.h"
 
 #define LOOP_MAX_EVENTS 64
-#define LOOP_RETRY_MS 1	    /* an mm change (fork, mremap) completes in microseconds */
+#define LOOP_RETRY_USEC 50 /* an mm change (fork, mremap, our agent's drop) takes microseconds */
 #define LOOP_TICK_MS 1000   /* housekeeping period */
 #define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
 
@@ -53,7 +54,7 @@ static void loop_compact(struct daemon *d)
 static bool loop_any_limit(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (t->limit_bytes && !t->dead)
+		if ((t->limit_bytes || (!t->limit_set && d->cfg.default_limit_percent)) && !t->dead)
 			return true;
 	return false;
 }
@@ -94,8 +95,9 @@ static uint64_t loop_faults_served(const struct daemon *d)
  * to fault_spin_usec first: the next fault of a burst then skips the
  * sleep/wake-up of both vCPUs, which is most of a round trip here.
  */
-static int loop_wait(struct daemon *d, struct epoll_event *evs, int timeout)
+static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout_usec)
 {
+	struct timespec ts = { (time_t)(timeout_usec / 1000000), (long)(timeout_usec % 1000000) * 1000 };
 	uint64_t spin = d->cfg.fault_spin_usec, until;
 	int n;
 
@@ -108,21 +110,24 @@ static int loop_wait(struct daemon *d, struct epoll_event *evs, int timeout)
 				return n;
 		} while (now_usec() < until);
 	}
-	return epoll_wait(d->epfd, evs, LOOP_MAX_EVENTS, timeout);
+	/* epoll_pwait2: a retry 50 us away must not sleep a whole millisecond. */
+	return epoll_pwait2(d->epfd, evs, LOOP_MAX_EVENTS, &ts, NULL);
 }
 
 /* Runs until the daemon has stopped.  Returns the process exit code. */
 int loop_run(struct daemon *d)
 {
 	struct epoll_event evs[LOOP_MAX_EVENTS];
-	int n, timeout;
+	uint64_t timeout;
+	int n;
 
 	for (;;) {
-		timeout = fault_retry_pending(d) ? LOOP_RETRY_MS
-			  : loop_any_limit(d)	  ? LOOP_LIMIT_MS
-						  : LOOP_TICK_MS;
+		timeout = reclaim_picking(d)	  ? 0
+			  : fault_retry_pending(d) ? LOOP_RETRY_USEC
+			  : loop_any_limit(d)	  ? LOOP_LIMIT_MS * 1000
+						  : LOOP_TICK_MS * 1000;
 		if (d->stopping)
-			timeout = LOOP_RETRY_MS * 10;
+			timeout = 10000;
 		n = loop_wait(d, evs, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -135,6 +140,7 @@ int loop_run(struct daemon *d)
 			w->fn(d, w, evs[i].events);
 		}
 		fault_retry_all(d);
+		reclaim_continue(d);
 		wb_run(d);
 		loop_compact(d);
 		target_reap(d);

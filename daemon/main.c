@@ -236,6 +236,7 @@ static void reload_config(struct daemon *d)
 	d->cfg.readahead_pages = c.readahead_pages;
 	d->cfg.hot_window_seconds = c.hot_window_seconds;
 	d->cfg.idle_evict_seconds = c.idle_evict_seconds;
+	d->cfg.default_limit_percent = c.default_limit_percent;
 	d->cfg.max_pool_percent = c.max_pool_percent;
 	d->cfg.max_pool_bytes = c.max_pool_bytes;
 	d->cfg.accept_threshold_percent = c.accept_threshold_percent;

@@ -25,6 +25,7 @@ static void reclaim_finish(struct target *t, int err)
 	struct reclaim *rc = t->reclaim;
 
 	t->reclaim = NULL;
+	evict_pick_free(t);
 	if (!rc->internal && rc->conn && !rc->conn->dead) {
 		if (err < 0)
 			proto_send_error(rc->conn->w.fd, rc->seq, err,
@@ -39,7 +40,6 @@ static void reclaim_finish(struct target *t, int err)
 			 (unsigned long long)rc->reply.compressed_bytes,
 			 (unsigned long long)rc->reply.rejected_pages,
 			 (unsigned long long)rc->reply.scanned_pages);
-	free(rc->vmas);
 	free(rc);
 }
 
@@ -62,6 +62,28 @@ void reclaim_progress(struct target *t)
 		reclaim_finish(t, r);
 }
 
+static bool reclaim_can_go_on(const struct target *t)
+{
+	return t->reclaim && !t->batch && t->agent_tid && t->conn && !t->dead;
+}
+
+/* A reclaim whose next batch is still being picked: the loop must not sleep. */
+bool reclaim_picking(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (reclaim_can_go_on(t) && t->pick)
+			return true;
+	return false;
+}
+
+/* Once per loop turn: the next chunk of each pick, after the faults. */
+void reclaim_continue(struct daemon *d)
+{
+	for (struct target *t = d->targets; t; t = t->next)
+		if (reclaim_can_go_on(t) && t->pick)
+			reclaim_progress(t);
+}
+
 static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes,
 			 bool idle_only)
 {
@@ -69,7 +91,6 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 
 	/* An operator's request takes over the daemon's own (limit, idle). */
 	if (rc && rc->internal && c) {
-		free(rc->vmas);
 		memset(rc, 0, sizeof(*rc));
 		rc->conn = c;
 		rc->seq = seq;
@@ -137,22 +158,42 @@ static uint64_t reclaim_slack(uint64_t limit)
 	return limit / 64 > 256 * 1024 ? limit / 64 : 256 * 1024;
 }
 
+/*
+ * The limit in force: the operator's, else default_limit_percent of the
+ * process's anonymous memory (resident + evicted), so that a process that
+ * grows keeps that share resident and the coldest of the rest goes.  Never
+ * below 1 MiB: the floor `zswapctl limit` has.  0 = none.
+ */
+uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
+{
+	uint64_t pct = t->d->cfg.default_limit_percent, limit;
+
+	if (t->limit_set || !pct)
+		return t->limit_bytes;
+	limit = (rss + target_evicted_pages(t) * ZS_PAGE_SIZE) / 100 * pct;
+	return limit > (1u << 20) ? limit : 1u << 20;
+}
+
 void reclaim_enforce_limits(struct daemon *d, bool tick)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
-		uint64_t kb, rss, slack;
+		uint64_t kb, rss, slack, limit;
 
-		if (!t->limit_bytes || t->dead || t->reclaim || t->batch || !t->agent_tid)
+		if ((t->limit_set && !t->limit_bytes) || (!t->limit_set && !d->cfg.default_limit_percent) ||
+		    t->dead || t->reclaim || t->batch || !t->agent_tid)
 			continue;
-		slack = reclaim_slack(t->limit_bytes);
+		/* The slack of the last limit seen: the percent one moves with RSS. */
+		slack = reclaim_slack(t->limit_bytes ? t->limit_bytes : t->last_limit);
 		if (!tick && t->faults_since_check * ZS_PAGE_SIZE < slack / 2)
 			continue;
 		t->faults_since_check = 0;
 		if (proc_status_kb(t->pid, "RssAnon", &kb) < 0)
 			continue;
 		rss = kb * 1024;
-		if (rss <= t->limit_bytes + slack / 4)
+		limit = t->last_limit = reclaim_limit_of(t, rss);
+		slack = reclaim_slack(limit);
+		if (rss <= limit + slack / 4)
 			continue;
-		reclaim_begin(t, NULL, 0, rss - t->limit_bytes + slack, false);
+		reclaim_begin(t, NULL, 0, rss - limit + slack, false);
 	}
 }

@@ -119,6 +119,19 @@ struct zs_uffd {
  */
 #define ZS_STAGING_VETO(staging, pages) ((volatile uint8_t *)(staging) + (size_t)(pages) * 4096)
 
+/*
+ * The last word of the veto page: the daemon sets it while a fault of the
+ * app waits on a "mm changing" EAGAIN.  Each MADV_DONTNEED of the agent on
+ * registered memory is such a window (a REMOVE event until the agent runs
+ * again), and an agent dropping run after run kept a fault out for the
+ * whole batch: 600 retries, 20 ms.  Before each drop the agent waits while
+ * the word is set, for at most ZS_HOLD_MAX_USEC: the daemon only needs a
+ * gap to map the page.
+ */
+#define ZS_STAGING_HOLD(staging, pages) \
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 8))
+#define ZS_HOLD_MAX_USEC 2000
+
 struct zs_ready {
 	uint32_t staging_pages;
 	uint32_t page_size;

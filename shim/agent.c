@@ -45,6 +45,17 @@ static uint64_t *agent_buf(void)
 
 static pid_t agent_pid;
 
+/* Gives zswapd the gap it asked for (ZS_STAGING_HOLD), but never waits long on it. */
+static void agent_hold(void)
+{
+	volatile uint32_t *hold = ZS_STAGING_HOLD(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct timespec ts = { 0, 20000 };
+
+	for (unsigned waited = 0; __atomic_load_n(hold, __ATOMIC_ACQUIRE) && waited < ZS_HOLD_MAX_USEC;
+	     waited += 20)
+		syscall(SYS_nanosleep, &ts, NULL);
+}
+
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
 static void agent_drop(const struct zs_run *run, size_t end)
 {
@@ -52,6 +63,7 @@ static void agent_drop(const struct zs_run *run, size_t end)
 	size_t i = 0, j;
 
 	while (i < end) {
+		agent_hold();
 		if (veto[run->staging_slot + i]) {
 			i++;
 			continue;

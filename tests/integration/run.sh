@@ -235,6 +235,54 @@ t_limit() {
 	cat "$TMP/hold.out"
 }
 
+t_poor_remembered() {
+	no_rss_under_tsan
+	# A limit the process cannot reach: 1/8 of its pages are random and stay
+	# resident.  Each is compressed once and then remembered (60 s), not
+	# compressed again on every sweep: 5,120 such pages are more than the
+	# 8,192-slot table that once forgot half of them could hold (5 million
+	# refusals in five minutes of a benchmark).
+	local before after tried pages=$((160 * 256 / 8))
+	before=$(stat_of reject_compress_poor)
+	LD_PRELOAD=$SHIM "$MEMTEST" hold 160 >"$TMP/poor.out" &
+	local pid=$!
+	for _ in $(seq 400); do grep -q ready "$TMP/poor.out" && break; sleep 0.05; done
+	"$CTL" limit "$pid" 8M
+	sleep 5
+	after=$(stat_of reject_compress_poor)
+	tried=$((after - before))
+	echo "result: limit 8M on 160 MiB with ~$pages random pages: $tried refused, RssAnon $(awk '/^RssAnon/ { print $2 }' /proc/$pid/status) kB"
+	[ "$tried" -ge $((pages * 8 / 10)) ]
+	[ "$tried" -le $((pages * 3 / 2)) ]
+	kill -USR1 $pid
+	wait $pid
+}
+
+t_default_limit() {
+	no_rss_under_tsan
+	# default_limit_percent (SIGHUP-reloadable): every process without a limit
+	# of its own keeps that share of its anonymous memory resident; `limit
+	# PID none` opts one out.
+	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
+	printf 'default_limit_percent = 25\n' >>"$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	for _ in $(seq 100); do grep -q "default_limit_percent\|reloaded" "$TMP/daemon.log" && break; sleep 0.05; done
+	LD_PRELOAD=$SHIM "$MEMTEST" hold 64 >"$TMP/dl.out" &
+	local pid=$! kb lim
+	for _ in $(seq 200); do grep -q ready "$TMP/dl.out" && break; sleep 0.05; done
+	sleep 3
+	kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
+	lim=$("$CTL" list --json | python3 -c "import json,sys; print([t['limit_bytes'] for t in json.load(sys.stdin) if t['pid'] == $pid][0])")
+	echo "result: default_limit_percent 25 on 64 MiB: limit $((lim >> 20)) MiB, RssAnon $((kb >> 10)) MiB"
+	[ "$lim" -ge $((15 << 20)) ] && [ "$lim" -le $((17 << 20)) ]
+	[ "$kb" -le $((24 << 10)) ]
+	"$CTL" limit "$pid" none | grep -q "no limit"
+	kill -USR1 $pid
+	wait $pid
+	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+}
+
 t_pool_honest() {
 	no_rss_under_tsan
 	# pool_total_size is memory the daemon really holds: its own RssAnon grows
@@ -575,6 +623,8 @@ run unprivileged t_unprivileged
 run access_control t_access_control
 run stress_ng t_stress_ng
 run limit t_limit
+run poor_remembered t_poor_remembered
+run default_limit t_default_limit
 run idle_evict t_idle_evict
 run pool_honest t_pool_honest
 run writeback t_writeback

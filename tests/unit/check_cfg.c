@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 15 /* fields of struct cfg, one key each */
+#define NKEYS 16 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -37,6 +37,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
 	ck_assert_uint_eq(a->hot_window_seconds, b->hot_window_seconds);
 	ck_assert_uint_eq(a->idle_evict_seconds, b->idle_evict_seconds);
+	ck_assert_uint_eq(a->default_limit_percent, b->default_limit_percent);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -54,7 +55,8 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "swap_file_size = 1G\n"
 				      "readahead_pages = 0\n"
 				      "hot_window_seconds = 60\n"
-				      "idle_evict_seconds = 300\n";
+				      "idle_evict_seconds = 300\n"
+				      "default_limit_percent = 50\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -96,6 +98,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.readahead_pages, 8);
 	ck_assert_uint_eq(c.hot_window_seconds, 10);
 	ck_assert_uint_eq(c.idle_evict_seconds, 0);
+	ck_assert_uint_eq(c.default_limit_percent, 0);
 
 	nondefault(&d);
 	cfg_defaults(&d);
@@ -124,6 +127,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);
 	ck_assert_uint_ne(c.hot_window_seconds, d.hot_window_seconds);
 	ck_assert_uint_ne(c.idle_evict_seconds, d.idle_evict_seconds);
+	ck_assert_uint_ne(c.default_limit_percent, d.default_limit_percent);
 }
 END_TEST
 

@@ -9,50 +9,77 @@
 
 START_TEST(test_recent_and_expiry)
 {
-	struct hot *h = calloc(1, sizeof(*h));
+	struct hot h = { 0 };
 
-	ck_assert(!hot_recent(h, 42, 1000, 500));
-	hot_note(h, 42, 1000);
-	ck_assert(hot_recent(h, 42, 1000, 500));
-	ck_assert(hot_recent(h, 42, 1499, 500));
-	ck_assert(!hot_recent(h, 42, 1500, 500)); /* the window has passed */
-	ck_assert(!hot_recent(h, 43, 1000, 500)); /* a neighbour is not remembered */
-	hot_note(h, 42, 2000);			   /* refaulted again: protected again */
-	ck_assert(hot_recent(h, 42, 2400, 500));
-	free(h);
+	ck_assert(!hot_recent(&h, 42, 1000, 500));
+	hot_note(&h, 42, 1000, 500);
+	ck_assert(hot_recent(&h, 42, 1000, 500));
+	ck_assert(hot_recent(&h, 42, 1499, 500));
+	ck_assert(!hot_recent(&h, 42, 1500, 500)); /* the window has passed */
+	ck_assert(!hot_recent(&h, 43, 1000, 500)); /* a neighbour is not remembered */
+	hot_note(&h, 42, 2000, 500);		    /* refaulted again: protected again */
+	ck_assert(hot_recent(&h, 42, 2400, 500));
+	hot_free(&h);
 }
 END_TEST
 
 START_TEST(test_page_zero)
 {
-	struct hot *h = calloc(1, sizeof(*h));
+	struct hot h = { 0 };
 
 	/* pgno 0 must not look remembered in an empty table. */
-	ck_assert(!hot_recent(h, 0, 0, 1000));
-	hot_note(h, 0, 5);
-	ck_assert(hot_recent(h, 0, 5, 1000));
-	free(h);
+	ck_assert(!hot_recent(&h, 0, 0, 1000));
+	hot_note(&h, 0, 5, 1000);
+	ck_assert(hot_recent(&h, 0, 5, 1000));
+	hot_free(&h);
 }
 END_TEST
 
-START_TEST(test_count_and_collisions)
+/* The set grows with what it holds: below the cap nothing is forgotten
+ * (a forgotten incompressible page is compressed again on every sweep). */
+START_TEST(test_grows_without_loss)
 {
-	struct hot *h = calloc(1, sizeof(*h));
+	struct hot h = { 0 };
+	const uint64_t n = 100000;
 	uint64_t remembered = 0;
 
-	/* A contiguous range spreads over the table: few collisions. */
-	for (uint64_t p = 1000000; p < 1000000 + HOT_SLOTS / 2; p++)
-		hot_note(h, p, 100);
-	for (uint64_t p = 1000000; p < 1000000 + HOT_SLOTS / 2; p++)
-		remembered += hot_recent(h, p, 100, 10);
-	ck_assert_uint_gt(remembered, HOT_SLOTS / 2 * 9 / 10);
-	ck_assert_uint_eq(hot_count(h, 100, 10), remembered);
-	ck_assert_uint_eq(hot_count(h, 200, 10), 0); /* all expired */
-	/* Lossy but bounded: 10x more pages than slots never overflow. */
-	for (uint64_t p = 0; p < HOT_SLOTS * 10; p++)
-		hot_note(h, p * 7, 300);
-	ck_assert_uint_le(hot_count(h, 300, 10), HOT_SLOTS);
-	free(h);
+	for (uint64_t p = 0; p < n; p++)
+		hot_note(&h, 0x7f0000000ull + p * 3, 100, 1000);
+	for (uint64_t p = 0; p < n; p++)
+		remembered += hot_recent(&h, 0x7f0000000ull + p * 3, 100, 1000);
+	ck_assert_uint_eq(remembered, n);
+	ck_assert_uint_eq(hot_count(&h, 100, 1000), n);
+	ck_assert_uint_eq(hot_count(&h, 2000, 1000), 0); /* all expired */
+	hot_free(&h);
+}
+END_TEST
+
+/* Expired pages make room: a steady stream of notes does not grow the table. */
+START_TEST(test_expired_make_room)
+{
+	struct hot h = { 0 };
+
+	for (uint64_t round = 0; round < 100; round++)
+		for (uint64_t p = 0; p < 500; p++)
+			hot_note(&h, round * 1000 + p, round * 100, 10);
+	ck_assert_uint_le(h.cap, 4096); /* 50,000 notes, never more than 500 live */
+	ck_assert_uint_eq(hot_count(&h, 9900, 10), 500);
+	hot_free(&h);
+}
+END_TEST
+
+/* At the cap it forgets, but stays bounded and answers for what it holds. */
+START_TEST(test_bounded_at_cap)
+{
+	struct hot h = { 0 };
+	uint64_t n = (uint64_t)HOT_MAX_SLOTS * 2;
+
+	for (uint64_t p = 0; p < n; p++)
+		hot_note(&h, p * 7, 300, 1000);
+	ck_assert_uint_le(h.cap, HOT_MAX_SLOTS);
+	ck_assert_uint_le(hot_count(&h, 300, 1000), HOT_MAX_SLOTS);
+	ck_assert(hot_recent(&h, (n - 1) * 7, 300, 1000)); /* the latest is there */
+	hot_free(&h);
 }
 END_TEST
 
@@ -65,7 +92,9 @@ int main(void)
 
 	tcase_add_test(tc, test_recent_and_expiry);
 	tcase_add_test(tc, test_page_zero);
-	tcase_add_test(tc, test_count_and_collisions);
+	tcase_add_test(tc, test_grows_without_loss);
+	tcase_add_test(tc, test_expired_make_room);
+	tcase_add_test(tc, test_bounded_at_cap);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
