@@ -348,6 +348,7 @@ uint64_t target_hot_window_ms(const struct target *t);
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 bool reclaim_picking(const struct daemon *d);
+bool reclaim_limited(const struct target *t);
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
 void reclaim_continue(struct daemon *d);
 void reclaim_cancel(struct target *t, int err);

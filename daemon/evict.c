@@ -47,9 +47,9 @@
 #include "vmscan.h"
 
 #define EVICT_MAX_RUNS 512
-#define EVICT_VMAS_TTL_USEC 1000000
-#define EVICT_MIN_HOT_MS 100
-#define EVICT_PICK_CHUNK 16384 /* pages of address space looked at per loop turn: ~0.3 ms */ /* the shortest protection a refaulted page gets */
+#define EVICT_VMAS_TTL_USEC 1000000 /* smaps is read at most this often per target */
+#define EVICT_MIN_HOT_MS 100	     /* the shortest protection a refaulted page gets */
+#define EVICT_PICK_CHUNK 16384	     /* pages of address space looked at per loop turn: ~0.3 ms */
 
 static void batch_free(struct batch *b)
 {
@@ -472,31 +472,6 @@ static int evict_pick(struct target *t)
 	return 1;
 }
 
-/*
- * The pick is a few loop turns old, and the app ran meanwhile: a page it
- * discarded before we registered its range left no REMOVE event, and the
- * agent would fault on it.  Now that the run is protected and registered
- * (any later discard is an event), keep the run up to its first page that
- * is not present, and let the rest go.  Returns the pages kept.
- */
-static uint32_t evict_present_prefix(struct target *t, uint64_t addr, uint32_t npages)
-{
-	uint64_t pm[64];
-	uint32_t n = npages < 64 ? npages : 64, k;
-	ssize_t got = pread(t->pick->pagemap_fd, pm, n * sizeof(pm[0]),
-			    (off_t)((addr >> ZS_PAGE_SHIFT) * sizeof(pm[0])));
-
-	if (got < 0)
-		return 0;
-	n = (uint32_t)((size_t)got / sizeof(pm[0]));
-	for (k = 0; k < n; k++)
-		if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) != (PM_PRESENT | PM_MMAP_EXCLUSIVE))
-			break;
-	if (k == 64 && npages > 64)
-		return 64 + evict_present_prefix(t, addr + (64ull << ZS_PAGE_SHIFT), npages - 64);
-	return k;
-}
-
 static int evict_send(struct target *t, struct batch *b)
 {
 	size_t len = sizeof(struct zs_evict) + b->nruns * sizeof(struct zs_run);
@@ -573,7 +548,12 @@ int evict_start(struct target *t)
 				goto out;
 			continue;
 		}
-		kept = evict_present_prefix(t, runs[i].addr, runs[i].npages);
+		/* The pick is a few loop turns old, and the app ran meanwhile: a
+		 * page it discarded before we registered its range left no REMOVE
+		 * event, and the agent would fault on it.  Now that the run is
+		 * protected and registered (a later discard is an event), keep it
+		 * up to its first page that is no longer evictable. */
+		kept = vmscan_evictable_prefix(t->pick->pagemap_fd, runs[i].addr, runs[i].npages);
 		if (kept < runs[i].npages)
 			uffd_unprotect(t, runs[i].addr + ((uint64_t)kept << ZS_PAGE_SHIFT),
 				       (uint64_t)(runs[i].npages - kept) << ZS_PAGE_SHIFT);
@@ -642,6 +622,18 @@ static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 	return r;
 }
 
+/*
+ * Puts a page back into the children forked while the batch was in flight:
+ * one forked after the agent dropped it lacks it too (EEXIST, harmless,
+ * where the child has it).
+ */
+static void evict_put_back_children(struct batch *b, uint64_t addr, const void *page)
+{
+	for (uint32_t f = 0; f < b->nforks; f++)
+		if (!b->forks[f]->dead)
+			evict_put_back(b->forks[f], addr, page);
+}
+
 /* Puts a refused page back where it was, in the target and in children forked meanwhile. */
 static void evict_refuse(struct target *t, struct batch *b, uint64_t addr, const void *page)
 {
@@ -654,9 +646,7 @@ static void evict_refuse(struct target *t, struct batch *b, uint64_t addr, const
 		log_error_errno(r, "pid %d: cannot put back refused page %#llx: %m", (int)t->pid,
 				(unsigned long long)addr);
 	}
-	for (uint32_t f = 0; f < b->nforks; f++)
-		if (!b->forks[f]->dead)
-			evict_put_back(b->forks[f], addr, page);
+	evict_put_back_children(b, addr, page);
 }
 
 /* Stores one dropped page: into the index of t and of children forked meanwhile. */
@@ -741,11 +731,8 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 			int r;
 
 			if (b->restored[slot] && !b->dead[slot]) {
-				/* Resident again here; a child forked after the drop
-				 * lacks it (EEXIST where it has it). */
-				for (uint32_t f = 0; f < b->nforks; f++)
-					if (!b->forks[f]->dead)
-						evict_put_back(b->forks[f], addr, page);
+				/* resident again here, but maybe not in a child */
+				evict_put_back_children(b, addr, page);
 				continue;
 			}
 			if (b->dead[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
@@ -801,10 +788,7 @@ void evict_abort(struct target *t)
 				continue;
 			if (!t->dead)
 				evict_put_back(t, addr, page);
-			/* children forked after the drop lack the page too */
-			for (uint32_t f = 0; f < b->nforks; f++)
-				if (!b->forks[f]->dead)
-					evict_put_back(b->forks[f], addr, page);
+			evict_put_back_children(b, addr, page);
 		}
 	}
 	evict_finish(t, b);

@@ -19,6 +19,12 @@ static bool hot_live(const struct hot_slot *s, uint64_t now_ms, uint64_t window_
 	return s->pgno && now_ms - s->when_ms < window_ms;
 }
 
+/* Three quarters full: linear probing slows down past that. */
+static bool hot_full(const struct hot *h)
+{
+	return h->used >= h->cap / 4 * 3;
+}
+
 /* Where pgno is, or the empty slot where it would go; NULL if the table is full. */
 static struct hot_slot *hot_find(const struct hot *h, uint64_t pgno)
 {
@@ -57,7 +63,7 @@ static void hot_rebuild(struct hot *h, uint64_t now_ms, uint64_t window_ms)
 			continue; /* shrunk to the cap: forget the rest */
 		*s = old.slot[i];
 		h->used++;
-		if (h->used >= h->cap / 4 * 3)
+		if (hot_full(h))
 			break;
 	}
 	free(old.slot);
@@ -69,7 +75,7 @@ void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 
 	/* Three quarters full: drop the expired, grow if that is not enough.
 	 * At the cap, not on every note: only once pages had time to expire. */
-	if (!h->cap || (h->used >= h->cap / 4 * 3 &&
+	if (!h->cap || (hot_full(h) &&
 			(h->cap < HOT_MAX_SLOTS || now_ms - h->rebuilt_ms >= window_ms / 4))) {
 		hot_rebuild(h, now_ms, window_ms);
 		h->rebuilt_ms = now_ms;
@@ -77,7 +83,7 @@ void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 	if (!h->cap)
 		return;
 	s = hot_find(h, pgno);
-	if (!s || (!s->pgno && h->used >= h->cap / 4 * 3)) {
+	if (!s || (!s->pgno && hot_full(h))) {
 		/* At the cap: take over the page's home slot, forgetting its holder. */
 		s = &h->slot[hot_index(pgno, h->cap)];
 	} else if (!s->pgno) {

@@ -54,7 +54,7 @@ static void loop_compact(struct daemon *d)
 static bool loop_any_limit(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if ((t->limit_bytes || (!t->limit_set && d->cfg.default_limit_percent)) && !t->dead)
+		if (reclaim_limited(t) && !t->dead)
 			return true;
 	return false;
 }

@@ -164,6 +164,12 @@ static uint64_t reclaim_slack(uint64_t limit)
  * grows keeps that share resident and the coldest of the rest goes.  Never
  * below 1 MiB: the floor `zswapctl limit` has.  0 = none.
  */
+/* Whether a limit, the operator's or the default, applies to t. */
+bool reclaim_limited(const struct target *t)
+{
+	return t->limit_set ? t->limit_bytes != 0 : t->d->cfg.default_limit_percent != 0;
+}
+
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 {
 	uint64_t pct = t->d->cfg.default_limit_percent, limit;
@@ -179,8 +185,7 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 	for (struct target *t = d->targets; t; t = t->next) {
 		uint64_t kb, rss, slack, limit;
 
-		if ((t->limit_set && !t->limit_bytes) || (!t->limit_set && !d->cfg.default_limit_percent) ||
-		    t->dead || t->reclaim || t->batch || !t->agent_tid)
+		if (!reclaim_limited(t) || t->dead || t->reclaim || t->batch || !t->agent_tid)
 			continue;
 		/* The slack of the last limit seen: the percent one moves with RSS. */
 		slack = reclaim_slack(t->limit_bytes ? t->limit_bytes : t->last_limit);

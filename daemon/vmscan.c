@@ -173,6 +173,32 @@ static void vmscan_add_page(const struct vma *vma, uint64_t addr, struct vmscan_
 	(*nruns)++;
 }
 
+static bool vmscan_evictable(uint64_t pm)
+{
+	return (pm & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) == (PM_PRESENT | PM_MMAP_EXCLUSIVE);
+}
+
+uint32_t vmscan_evictable_prefix(int pagemap_fd, uint64_t addr, uint32_t npages)
+{
+	uint64_t pm[64];
+	uint32_t kept = 0;
+
+	while (kept < npages) {
+		uint32_t n = npages - kept < 64 ? npages - kept : 64, k;
+		ssize_t got = pread(pagemap_fd, pm, n * sizeof(pm[0]),
+				    (off_t)(((addr >> ZS_PAGE_SHIFT) + kept) * sizeof(pm[0])));
+
+		if (got <= 0)
+			return got < 0 ? 0 : kept;
+		n = (uint32_t)((size_t)got / sizeof(pm[0]));
+		for (k = 0; k < n && vmscan_evictable(pm[k]); k++)
+			kept++;
+		if (k < n)
+			break;
+	}
+	return kept;
+}
+
 /* First vma ending above cursor (wrapping to 0). */
 static size_t vmscan_find(const struct vma *vmas, size_t n, uint64_t cursor)
 {
@@ -210,12 +236,10 @@ static int vmscan_range(int pagemap_fd, const struct vma *vma, uint64_t addr, ui
 		for (uint64_t k = 0; k < npm; k++, addr += ZS_PAGE_SIZE) {
 			if (res->npages == max_pages || res->scanned >= max_scan)
 				goto full;
-			if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
-				    (PM_PRESENT | PM_MMAP_EXCLUSIVE) &&
-			    skip->fn && skip->fn(addr >> ZS_PAGE_SHIFT, skip->ctx)) {
+			if (vmscan_evictable(pm[k]) && skip->fn &&
+			    skip->fn(addr >> ZS_PAGE_SHIFT, skip->ctx)) {
 				/* passed over: the skip function counts why */
-			} else if ((pm[k] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
-				   (PM_PRESENT | PM_MMAP_EXCLUSIVE)) {
+			} else if (vmscan_evictable(pm[k])) {
 				struct vmscan_run *last = res->nruns ? &runs[res->nruns - 1] : NULL;
 				bool extends = last && last->addr + ((uint64_t)last->npages
 								     << ZS_PAGE_SHIFT) == addr;

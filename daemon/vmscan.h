@@ -52,6 +52,10 @@ int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t c
 		uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs, size_t max_runs,
 		bool (*skip)(uint64_t pgno, void *ctx), void *ctx, struct vmscan_result *ret);
 
+/* How many of the npages from addr on are, in a row, present and mapped by
+ * this process alone (what vmscan_pick takes); 0 on a read error. */
+uint32_t vmscan_evictable_prefix(int pagemap_fd, uint64_t addr, uint32_t npages);
+
 /* Sum of the pages in vmas. */
 uint64_t vmscan_total_pages(const struct vma *vmas, size_t n);
 

@@ -208,13 +208,22 @@ t_stress_ng() {
 # rc CMD...: run CMD, print its exit code (set -e must not stop at a failure we expect).
 rc() { "$@" && echo 0 || echo $?; }
 
+# hold_start OUT MIB [hot]: memtest's hold scenario under the shim, in the
+# background, waited for until it has filled its memory; its pid in HOLD_PID.
+hold_start() {
+	local out=$1
+	shift
+	LD_PRELOAD=$SHIM "$MEMTEST" hold "$@" >"$out" &
+	HOLD_PID=$!
+	for _ in $(seq 400); do grep -q ready "$out" && break; sleep 0.05; done
+}
+
 t_limit() {
 	no_rss_under_tsan
 	# memory.high-like: zswapd keeps RssAnon at or under the limit while the
 	# process keeps touching its memory, and every byte survives.
-	LD_PRELOAD=$SHIM "$MEMTEST" hold 96 >"$TMP/hold.out" &
-	local pid=$! kb max=0 over=0 i
-	for _ in $(seq 200); do grep -q ready "$TMP/hold.out" && break; sleep 0.05; done
+	hold_start "$TMP/hold.out" 96
+	local pid=$HOLD_PID kb max=0 over=0 i
 	"$CTL" limit "$pid" 32M
 	"$CTL" list | grep -w "$pid" | grep -q "32M"
 	sleep 2 # settle
@@ -244,9 +253,8 @@ t_poor_remembered() {
 	# refusals in five minutes of a benchmark).
 	local before after tried pages=$((160 * 256 / 8))
 	before=$(stat_of reject_compress_poor)
-	LD_PRELOAD=$SHIM "$MEMTEST" hold 160 >"$TMP/poor.out" &
-	local pid=$!
-	for _ in $(seq 400); do grep -q ready "$TMP/poor.out" && break; sleep 0.05; done
+	hold_start "$TMP/poor.out" 160
+	local pid=$HOLD_PID
 	"$CTL" limit "$pid" 8M
 	sleep 5
 	after=$(stat_of reject_compress_poor)
@@ -265,11 +273,15 @@ t_default_limit() {
 	# PID none` opts one out.
 	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
 	printf 'default_limit_percent = 25\n' >>"$TMP/zswapd.conf"
+	local reloads pid kb lim
+	reloads=$(grep -c "configuration re-read" "$TMP/daemon.log" || true)
 	kill -HUP "$(dpid)"
-	for _ in $(seq 100); do grep -q "default_limit_percent\|reloaded" "$TMP/daemon.log" && break; sleep 0.05; done
-	LD_PRELOAD=$SHIM "$MEMTEST" hold 64 >"$TMP/dl.out" &
-	local pid=$! kb lim
-	for _ in $(seq 200); do grep -q ready "$TMP/dl.out" && break; sleep 0.05; done
+	for _ in $(seq 100); do
+		[ "$(grep -c "configuration re-read" "$TMP/daemon.log")" -gt "$reloads" ] && break
+		sleep 0.05
+	done
+	hold_start "$TMP/dl.out" 64
+	pid=$HOLD_PID
 	sleep 3
 	kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
 	lim=$("$CTL" list --json | python3 -c "import json,sys; print([t['limit_bytes'] for t in json.load(sys.stdin) if t['pid'] == $pid][0])")
@@ -310,9 +322,8 @@ t_idle_evict() {
 	# idle_evict_seconds without any limit: pages nobody touches go, the hot
 	# quarter that memtest keeps touching is protected once it came back.
 	restart_with "idle_evict_seconds = 2" "hot_window_seconds = 4"
-	LD_PRELOAD=$SHIM "$MEMTEST" hold 64 hot >"$TMP/idle.out" &
-	local pid=$! kb hot
-	for _ in $(seq 200); do grep -q ready "$TMP/idle.out" && break; sleep 0.05; done
+	hold_start "$TMP/idle.out" 64 hot
+	local pid=$HOLD_PID kb hot
 	sleep 4
 	kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
 	hot=$("$CTL" list --json | python3 -c "import json,sys; print([t['hot_pages'] for t in json.load(sys.stdin) if t['pid'] == $pid][0])")
