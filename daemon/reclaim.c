@@ -67,20 +67,24 @@ static bool reclaim_can_go_on(const struct target *t)
 	return t->reclaim && !t->batch && t->agent_tid && t->conn && !t->dead;
 }
 
-/* A reclaim whose next batch is still being picked: the loop must not sleep. */
+/*
+ * A reclaim with no batch in flight: its next batch is being picked, or its
+ * pick was dropped (an UNMAP or REMAP event moved what it held).  Nothing
+ * but the loop will move it on, so the loop must not sleep.
+ */
 bool reclaim_picking(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (reclaim_can_go_on(t) && t->pick)
+		if (reclaim_can_go_on(t))
 			return true;
 	return false;
 }
 
-/* Once per loop turn: the next chunk of each pick, after the faults. */
+/* Once per loop turn, after the faults: the next chunk of each pick. */
 void reclaim_continue(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next)
-		if (reclaim_can_go_on(t) && t->pick)
+		if (reclaim_can_go_on(t))
 			reclaim_progress(t);
 }
 

@@ -128,6 +128,7 @@ t_core_256m() {
 t_threads() { shimmed "$MEMTEST" threads; }
 t_churn() { shimmed "$MEMTEST" churn; }
 t_fork() { shimmed "$MEMTEST" fork; }
+t_fork_reclaim() { shimmed "$MEMTEST" fork_reclaim; }
 t_discard() {
 	local inv0; inv0=$(stat_of invalidates)
 	shimmed "$MEMTEST" discard
@@ -625,6 +626,7 @@ run core_256m t_core_256m
 run threads t_threads
 run churn t_churn
 run fork t_fork
+run fork_reclaim t_fork_reclaim
 run discard t_discard
 run mremap t_mremap
 run kernel_access t_kernel_access
