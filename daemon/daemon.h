@@ -197,7 +197,6 @@ struct target {
 	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
 	bool limit_set;	      /* by zswapctl limit (even "none"): default_limit_percent no longer applies */
 	struct hot hot;       /* pages faulted back lately (hot.h) */
-	uint64_t hot_window_ms; /* how long they are passed over: see evict_pick(); 0 = the config's */
 	/* The evictable ranges, read from smaps at most once a second (smaps
 	 * walks every page table: under a limit it cost more than the pagemap
 	 * sweeps).  Dropped when an UNMAP or REMAP event says the layout changed;

@@ -48,7 +48,6 @@
 
 #define EVICT_MAX_RUNS 512
 #define EVICT_VMAS_TTL_USEC 1000000 /* smaps is read at most this often per target */
-#define EVICT_MIN_HOT_MS 100	     /* the shortest protection a refaulted page gets */
 #define EVICT_PICK_CHUNK 16384	     /* pages of address space looked at per loop turn: ~0.3 ms */
 
 static void batch_free(struct batch *b)
@@ -446,26 +445,21 @@ static int evict_pick(struct target *t)
 	    p->scanned < p->total && t->nvmas)
 		return 0;
 	/*
-	 * Under half a batch of cold pages in a whole sweep: what refaulted
-	 * within the window is more than the process may keep.  Protecting it
-	 * all would make every batch sweep everything and then take hot pages
-	 * anyway, so the window shrinks until what it protects fits (the
-	 * kernel's workingset test: a refault counts as hot only if its
-	 * distance is within what memory can hold).  A limit or a reclaim must
-	 * still converge now: a second pass from the same place, hot pages in.
-	 * When batches fill easily again, the window grows back.  Idle sweeps
-	 * take what is cold and nothing else.
+	 * Under half a batch of cold pages in a whole sweep: a limit or a
+	 * reclaim must still converge, so a second pass from the same place,
+	 * hot pages in.  Idle sweeps take what is cold and nothing else.  (The
+	 * window does not shrink instead: every page faulted back counts as
+	 * refaulted, the cold ones too, and a shrinking window then gave up
+	 * the truly hot pages first: 25-30k accesses/s in four runs at a 50%
+	 * budget, 33-71k in six without it.)
 	 */
 	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->staging_pages / 2) {
-		t->hot_window_ms = sk.hot_ms / 2 > EVICT_MIN_HOT_MS ? sk.hot_ms / 2 : EVICT_MIN_HOT_MS;
 		p->hot_in = true;
 		p->res = (struct vmscan_result){ 0 };
 		p->cursor = p->start;
 		p->scanned = 0;
 		return 0;
 	}
-	if (!p->hot_in && p->res.npages == t->staging_pages)
-		t->hot_window_ms = sk.hot_ms + sk.hot_ms / 8 + 1;
 	t->scan_cursor = p->cursor;
 	if (rc && rc->reply.scanned_pages >= p->total)
 		rc->wrapped = true;

@@ -243,23 +243,19 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 	return 0;
 }
 
-/* hot_window_seconds, or shorter while the hot set does not fit (evict.c). */
 uint64_t target_hot_window_ms(const struct target *t)
 {
-	uint64_t cfg_ms = t->d->cfg.hot_window_seconds * 1000ull;
-
-	return t->hot_window_ms && t->hot_window_ms < cfg_ms ? t->hot_window_ms : cfg_ms;
+	return t->d->cfg.hot_window_seconds * 1000ull;
 }
 
 void target_note_refault(struct target *t, uint64_t addr)
 {
-	hot_note(&t->hot, addr >> ZS_PAGE_SHIFT, now_usec() / 1000,
-		 t->d->cfg.hot_window_seconds * 1000ull);
+	hot_note(&t->hot, addr >> ZS_PAGE_SHIFT, now_usec() / 1000, target_hot_window_ms(t));
 }
 
 uint64_t target_hot_pages(const struct target *t)
 {
-	return hot_count(&t->hot, now_usec() / 1000, t->d->cfg.hot_window_seconds * 1000ull);
+	return hot_count(&t->hot, now_usec() / 1000, target_hot_window_ms(t));
 }
 
 /*
