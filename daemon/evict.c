@@ -439,8 +439,6 @@ static int evict_pick(struct target *t)
 	p->res.nruns += got.nruns;
 	p->scanned += got.scanned;
 	p->cursor = got.cursor;
-	if (rc)
-		rc->reply.scanned_pages += got.scanned;
 	if (p->res.npages < t->staging_pages && p->res.nruns < EVICT_MAX_RUNS &&
 	    p->scanned < p->total && t->nvmas)
 		return 0;
@@ -461,8 +459,14 @@ static int evict_pick(struct target *t)
 		return 0;
 	}
 	t->scan_cursor = p->cursor;
-	if (rc && rc->reply.scanned_pages >= p->total)
-		rc->wrapped = true;
+	/* Only the last pass counts: a first pass that found the pages hot
+	 * must not end the reclaim as if the address space had nothing left
+	 * (it held a limit at twice its size, one batch per reclaim). */
+	if (rc) {
+		rc->reply.scanned_pages += p->scanned;
+		if (rc->reply.scanned_pages >= p->total)
+			rc->wrapped = true;
+	}
 	return 1;
 }
 
