@@ -3,7 +3,9 @@
 """report.py - turns the raw figures run.sh left for each case of the
 side-by-side benchmark into results/compare.json, compare.md and compare.png
 (with --writeback: of the issue-4 writeback benchmark, into
-results/writeback.json and writeback.md).
+results/writeback.json and writeback.md; with --workers: of the N concurrent
+jobs, into workers.json, .md and .png; with --redis: of the redis run, into
+redis.json and .md).
 
 Each case directory holds: meta (key=value, written by run.sh),
 workload.json (the workload's own output), and two snapshots taken while the
@@ -484,6 +486,262 @@ def writeback_main(a, cases):
     return 0
 
 
+# ---------------------------------------------------------------- workers
+
+W_NOTES = """\
+How to read it:
+- N jobs of {size} MiB each (tests/bench/workload.c --accesses {accesses}: fill the
+  memory with the page mix, then {accesses} accesses, 20% of pages taking 80%, half
+  writes, then check every page) start together under one budget B = {budget} MiB, like
+  `make -jN` on a small machine. runtime: from the first start to the last exit.
+  One run each, not a median; 2 vCPUs, so in RAM the runtime grows with N as well.
+- swap / zswap lzo: the N jobs in one cgroup v1 memory cgroup, memory.limit_in_bytes =
+  B, swap file; zswap's pool is not charged to the cgroup (cgroup v1), so kernel zswap
+  holds B plus its pool (see peak resident+pool).
+- zswapd lzo: default_limit_percent = L / (N×W), L = B − pool allowance (from micro's
+  pool bytes/page), so each job keeps its share of the budget; no limit while N×W ≤ B.
+  Per-process limits, where the cgroup has one limit for the group.
+- pages in: kernel pswpin + zswpin (+ swpin_zero) deltas over the whole case; zswapd
+  loads. swap I/O: kernel (pswpin + pswpout) × 4 KiB; zswapd swap_read_bytes +
+  swap_write_bytes (0: no swap file in this experiment).
+- peak resident+pool: the largest sample, 4 a second, of resident (cgroup
+  usage_in_bytes for the kernel, the jobs' RssAnon summed otherwise) plus the pool
+  (meminfo Zswap / zswapd pool_total_size); for the kernel at least the cgroup's
+  max_usage_in_bytes plus the largest pool sample (a short case ends between samples).
+- OOM-killed k of N: the kernel's OOM killer killed k jobs (cgroup v1 with kernel
+  zswap does this under a tight budget); reported, not a benchmark failure."""
+
+
+def workers_case(d, clk_tck):
+    meta = read_meta(os.path.join(d, "meta"))
+    n = meta.get("workers", 0)
+    v0, v1 = read_kv(os.path.join(d, "0.vmstat")), read_kv(os.path.join(d, "1.vmstat"))
+    z0, z1 = read_kv(os.path.join(d, "0.zswapd")), read_kv(os.path.join(d, "1.zswapd"))
+    c0, c1 = read_cpu_ticks(os.path.join(d, "0.dstat")), read_cpu_ticks(os.path.join(d, "1.dstat"))
+    jobs = []
+    for i in range(1, n + 1):
+        try:
+            with open(os.path.join(d, f"w{i}.json")) as f:
+                jobs.append(json.loads(f.read().strip() or "null"))
+        except (OSError, ValueError):
+            jobs.append(None)
+    mode = meta.get("mode", "?")
+    c = {"name": meta.get("name", "?"), "mode": mode, "workers": n,
+         "runtime_s": meta.get("runtime_s"), "status": str(meta.get("status", "?")),
+         "peak_resident_plus_pool_mib": (meta.get("peak_kb") or 0) / 1024,
+         "limit_percent": meta.get("limit_percent") or None, "pool_q": meta.get("pool_q") or None,
+         "jobs_done": sum(1 for j in jobs if j and j.get("ok"))}
+    try:
+        c["runtime_s"] = float(c["runtime_s"])
+    except (TypeError, ValueError):
+        c["runtime_s"] = None
+    vm = {k: delta(v1, v0, k) for k in ("pswpin", "pswpout", "zswpin", "zswpout", "swpin_zero")
+          if k in v1}
+    c["vmstat_delta"] = vm
+    if mode == "zswapd":
+        zd = {k: delta(z1, z0, k) for k in z1 if delta(z1, z0, k) is not None}
+        c["zswapd_delta"] = zd
+        c["pages_in"] = zd.get("loads")
+        c["swap_io_bytes"] = (zd.get("swap_read_bytes") or 0) + (zd.get("swap_write_bytes") or 0)
+        c["cpu_daemon_s"] = (c1 - c0) / clk_tck if c0 is not None and c1 is not None else None
+    elif mode in ("swap", "zswap"):
+        c["pages_in"] = sum(vm.get(k) or 0 for k in ("pswpin", "zswpin", "swpin_zero"))
+        c["swap_io_bytes"] = ((vm.get("pswpin") or 0) + (vm.get("pswpout") or 0)) * PAGE
+    else:
+        c["pages_in"] = 0
+        c["swap_io_bytes"] = 0
+    return c
+
+
+def workers_table(cases, size, budget):
+    hdr = ["N", "N×W MiB", "case", "runtime s", "pages in", "swap I/O MiB", "zswapd CPU s",
+           "peak resident+pool MiB", "status"]
+    rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for c in cases:
+        ok = c["status"] == "ok"
+        total = c["workers"] * size
+        name = c["name"]
+        if c.get("limit_percent"):
+            name += f" (limit {c['limit_percent']}%)"
+        rows.append("| " + " | ".join([
+            str(c["workers"]), f"{total} ({total / budget:.1f}×B)", name,
+            fmt(c["runtime_s"], ".1f") if ok else "—",
+            fmt(c.get("pages_in"), "d"),
+            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
+            fmt(c.get("cpu_daemon_s"), ".1f"),
+            fmt(c.get("peak_resident_plus_pool_mib"), ".0f"),
+            c["status"],
+        ]) + " |")
+    return "\n".join(rows)
+
+
+def workers_plot(cases, size, budget, out_png):
+    """Runtime against N, one line per contender, log y."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "no gnuplot"
+    names = []
+    for c in cases:
+        if c["name"] not in names:
+            names.append(c["name"])
+    with tempfile.TemporaryDirectory() as td:
+        plots = []
+        for i, n in enumerate(names):
+            dat = os.path.join(td, f"{i}.dat")
+            with open(dat, "w") as f:
+                for c in cases:
+                    if c["name"] == n and c["status"] == "ok" and c["runtime_s"]:
+                        f.write(f"{c['workers']} {c['runtime_s']:.3f}\n")
+            plots.append(f"'{dat}' using 1:2 with linespoints lw 2 pt 7 title '{n}'")
+        ns = sorted({c["workers"] for c in cases})
+        xt = ", ".join(f"'{n} ({n * size / budget:.1f}×)' {n}" for n in ns)
+        script = f"""
+set terminal pngcairo size 900,520 noenhanced font ',11'
+set output '{out_png}'
+set logscale y
+set grid
+set key top left
+set xlabel 'N concurrent jobs of {size} MiB (memory demand / budget)'
+set ylabel 'runtime, s (log scale)'
+set xtics ({xt})
+set title 'N jobs under one {budget} MiB budget: time until the last one is done'
+plot {", ".join(plots)}
+"""
+        r = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if r.returncode != 0:
+            return "gnuplot: " + r.stderr.strip()
+    return None
+
+
+def workers_main(a):
+    clk_tck = os.sysconf("SC_CLK_TCK")
+    cases = [workers_case(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
+    notes = W_NOTES.format(size=a.size, budget=a.budget, accesses=a.accesses)
+    doc = {"benchmark": "workers", "host": a.host, "date": a.date, "command": a.command,
+           "loadavg_at_start": a.load,
+           "params": {"job_mib": a.size, "budget_mib": a.budget, "accesses_per_job": a.accesses,
+                      "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50},
+           "notes": notes, "cases": cases}
+    with open(os.path.join(a.out, "workers.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    err = workers_plot(cases, a.size, a.budget, os.path.join(a.out, "workers.png"))
+    md = [f"## N concurrent jobs of {a.size} MiB under one {a.budget} MiB budget", "",
+          workers_table(cases, a.size, a.budget), "", notes, "",
+          f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
+    if err:
+        md += [f"(no workers.png: {err})", ""]
+    with open(os.path.join(a.out, "workers.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
+# ---------------------------------------------------------------- redis
+
+R_NOTES = """\
+How to read it:
+- redis-server ({keys} keys of 1000-byte values from tests/bench/redis_data.py, about
+  2×B of redis memory; lzo packs them to a little over half), then, over a unix
+  socket, 8 clients: {gets} GETs and then {sets} SETs (-d 1000) of keys drawn uniformly
+  from the whole dataset (redis-benchmark -r): with half the dataset out of memory,
+  about every other request faults. Rates and latencies are redis-benchmark's
+  (--csv); the counters are over the GET + SET window. One run each. At the end every
+  key is read back and checked (status CORRUPT on any wrong or missing value).
+- swap / zswap lzo: redis-server in a cgroup v1 memory cgroup, limit B = {budget} MiB,
+  swap file; kernel zswap's pool is not charged to the cgroup (cgroup v1) and its cap
+  is lifted above the dataset, so kernel zswap keeps B plus a pool that holds the rest.
+- zswapd lzo: on the kernel zswap case's footing: `zswapctl limit` B on redis-server,
+  the pool not capped below the dataset (resident B plus a pool that holds the rest).
+- zswapd lzo + swap file: pool capped at P = B/4, swap file behind it, `zswapctl
+  limit` B − P: resident + pool stay within B, the rest goes to disk.
+- pages in: kernel pswpin + zswpin (+ swpin_zero); zswapd loads. swap I/O: kernel
+  (pswpin + pswpout) × 4 KiB; zswapd swap_read_bytes + swap_write_bytes.
+- resident: redis-server's RssAnon after the SETs; pool: kernel meminfo Zswap /
+  zswapd pool_total_size."""
+
+
+def read_csv_row(path, test):
+    """redis-benchmark --csv: "GET","rps","avg","min","p50","p95","p99","max"."""
+    try:
+        with open(path) as f:
+            for line in f:
+                cols = [x.strip().strip('"') for x in line.strip().split(",")]
+                if cols and cols[0] == test and len(cols) >= 8:
+                    return {"rps": float(cols[1]), "avg_ms": float(cols[2]), "p50_ms": float(cols[4]),
+                            "p95_ms": float(cols[5]), "p99_ms": float(cols[6]), "max_ms": float(cols[7])}
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def redis_case(d, clk_tck):
+    c = case_figures(d, clk_tck)  # snapshots w (before GET) and m (after SET)
+    meta = read_meta(os.path.join(d, "meta"))
+    c["populate_s"] = meta.get("populate_s")
+    c["pool_cap_mib"] = meta.get("pool_cap_mib") or None
+    c["get"] = read_csv_row(os.path.join(d, "get.csv"), "GET")
+    c["set"] = read_csv_row(os.path.join(d, "set.csv"), "SET")
+    info = read_kv(os.path.join(d, "info.txt"), ":")
+    c["used_memory"] = info.get("used_memory")
+    if c["mode"] == "zswapd" and c.get("zswapd_delta"):
+        zd = c["zswapd_delta"]
+        c["swap_io_bytes"] = (zd.get("swap_read_bytes") or 0) + (zd.get("swap_write_bytes") or 0)
+    c.pop("workload", None)
+    return c
+
+
+def redis_table(cases):
+    hdr = ["case", "limit", "populate s", "GET rps", "GET p50 ms", "GET p99 ms", "SET rps",
+           "SET p99 ms", "pages in", "swap I/O MiB", "CPU s zswapd", "resident MiB", "pool MiB",
+           "status"]
+    rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for c in cases:
+        g, s = c.get("get") or {}, c.get("set") or {}
+        ok = c["status"] == "ok"
+        lim = "—"
+        if c["mode"] in ("swap", "zswap"):
+            lim = f"cgroup {c['budget_mib']} MiB"
+        elif c["mode"] == "zswapd" and c.get("pool_cap_mib"):
+            lim = f"{c.get('limit_mib')} MiB + pool ≤ {c.get('pool_cap_mib')} MiB"
+        elif c["mode"] == "zswapd":
+            lim = f"{c.get('limit_mib')} MiB"
+        rows.append("| " + " | ".join([
+            c["name"], lim, fmt(c.get("populate_s"), ".1f") if isinstance(c.get("populate_s"), (int, float)) else str(c.get("populate_s") or "—"),
+            fmt_rate(g.get("rps")) if ok else "—", fmt(g.get("p50_ms"), ".3f") if ok else "—",
+            fmt(g.get("p99_ms"), ".3f") if ok else "—",
+            fmt_rate(s.get("rps")) if ok else "—", fmt(s.get("p99_ms"), ".3f") if ok else "—",
+            fmt(c.get("pages_in"), "d"),
+            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
+            fmt(c.get("cpu_daemon_s"), ".1f"),
+            fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
+            fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
+            c["status"],
+        ]) + " |")
+    return "\n".join(rows)
+
+
+def redis_main(a):
+    clk_tck = os.sysconf("SC_CLK_TCK")
+    cases = [redis_case(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
+    notes = R_NOTES.format(keys=a.keys, gets=a.gets, sets=a.sets, budget=a.budget)
+    doc = {"benchmark": "redis", "host": a.host, "date": a.date, "command": a.command,
+           "loadavg_at_start": a.load,
+           "params": {"budget_mib": a.budget, "keys": a.keys, "value_bytes": 1000, "gets": a.gets,
+                      "sets": a.sets, "clients": 8},
+           "notes": notes, "cases": cases}
+    with open(os.path.join(a.out, "redis.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    md = [f"## redis-server, dataset about twice a {a.budget} MiB budget", "",
+          redis_table(cases), "", notes, "",
+          f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
+    with open(os.path.join(a.out, "redis.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
@@ -502,7 +760,17 @@ def main():
     ap.add_argument("--pool-cap", type=int)
     ap.add_argument("--zswap-pool-pct", type=int)
     ap.add_argument("--memtotal", type=int)
+    ap.add_argument("--workers", action="store_true")
+    ap.add_argument("--accesses", type=int)
+    ap.add_argument("--redis", action="store_true")
+    ap.add_argument("--keys", type=int)
+    ap.add_argument("--gets", type=int)
+    ap.add_argument("--sets", type=int)
     a = ap.parse_args()
+    if a.workers:
+        return workers_main(a)
+    if a.redis:
+        return redis_main(a)
 
     clk_tck = os.sysconf("SC_CLK_TCK")
     cases = [case_figures(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]

@@ -4,9 +4,12 @@
 # Benchmarks: rerunnable, written to tests/bench/results/, never pass/fail
 # on timings (a run that corrupts data fails loudly, though).
 #
-#   tests/bench/run.sh [--quick] [--micro-only|--compare-only]
-#                                    (make bench / make bench-quick)
-#   tests/bench/run.sh --writeback [--quick]
+#   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis]
+#
+# With no part named: `make bench` runs all five (about 40 minutes),
+# `make bench-quick` (--quick) micro and compare on smaller sizes (under 3).
+# --micro-only, --compare-only and --writeback are the older names of
+# micro, compare and writeback.
 #
 # micro:   per-page store and load cost of zswapd for lzo, lz4 and zstd
 #          (tests/bench/micro.c), printed next to the kernel zswap figures
@@ -37,7 +40,7 @@
 # runs no trap: what it changed is written down in $STATE as it goes, and
 # the next run puts it back first (recover_stale).
 #
-# writeback (--writeback, issue 4; only this mode): the same workload, sizes
+# writeback (issue 4): the same workload, sizes
 #          and window as compare, ONE total budget B = 25% of S (resident +
 #          pool), pool capped at P = B/4:
 #            swap    kernel swap only, cgroup v1 limit B, zswap off;
@@ -49,6 +52,16 @@
 #          swap I/O bytes, written-back pages, readahead hits, and the ratio
 #          zswapd swap I/O / kernel zswap swap I/O.
 #
+# workers: N jobs of 64 MiB (--quick: 32), each a fixed amount of work, under
+#          one budget of 256 MiB (128), N = 2 4 8 12 16 (2 8): runtime, pages
+#          in, swap I/O, peak resident + pool for all in RAM, swap, kernel
+#          zswap and zswapd (see run_workers).  -> results/workers.{json,md,png}
+#
+# redis:   redis-server (installed from Debian if missing) holding about twice
+#          a 256 MiB budget (64), redis-benchmark GET and SET throughput and
+#          p99 under swap, kernel zswap and zswapd, every key checked at the
+#          end (see run_redis).  -> results/redis.{json,md}
+#
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there (report.py --cases DIR re-reads them).
@@ -57,22 +70,23 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=$ROOT/${BUILD:-build}
 OUT=$ROOT/tests/bench/results
-QUICK=0 DO_MICRO=1 DO_COMPARE=1 DO_WRITEBACK=0
+QUICK=0 PARTS=
 for arg in "$@"; do
 	case $arg in
 	--quick) QUICK=1 ;;
-	--micro-only) DO_COMPARE=0 ;;
-	--compare-only) DO_MICRO=0 ;;
-	--writeback) DO_WRITEBACK=1 ;;
-	*) echo "usage: $0 [--quick] [--micro-only|--compare-only|--writeback]" >&2; exit 2 ;;
+	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
+	--compare-only) PARTS="$PARTS compare" ;;
+	--writeback) PARTS="$PARTS writeback" ;;
+	micro | compare | writeback | workers | redis) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis]" >&2; exit 2 ;;
 	esac
 done
-if [ $DO_WRITEBACK -eq 1 ]; then
-	if [ $DO_MICRO -eq 0 ] || [ $DO_COMPARE -eq 0 ]; then
-		echo "usage: --writeback goes alone (with --quick at most)" >&2; exit 2
-	fi
-	DO_MICRO=0 DO_COMPARE=0
+# make bench: everything; make bench-quick: micro and compare (CI smoke)
+if [ -z "$PARTS" ]; then
+	PARTS="micro compare"
+	[ $QUICK -eq 1 ] || PARTS="$PARTS writeback workers redis"
 fi
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (zswapd uses /dev/userfaultfd)"; exit 1; }
@@ -132,9 +146,16 @@ cgroup_remove() {
 	CG=
 }
 
+WORKERS_PIDS=()                         # the jobs of a workers case
+workers_kill() {
+	local p
+	for p in "${WORKERS_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
 cleanup() {
 	set +e
 	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null
+	workers_kill
 	[ -n "$LPID" ] && kill "$LPID" 2>/dev/null
 	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null
 	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null
@@ -160,10 +181,10 @@ recover_stale() {
 	local what a b c d
 	if [ -f "$STATE" ]; then
 		echo "bench: a previous run did not clean up; restoring from $STATE" >&2
-		# Workloads first, then their daemons (TERM: a daemon gives back
+		# Workloads (and redis) first, then their daemons (TERM: a daemon gives back
 		# what it holds before it exits), so swap and cgroups come free.
 		while read -r what a b; do
-			if [ "$what" = pid ] && [ "${b##*/}" = workload ] && pid_is "$a" "$b"; then
+			if [ "$what" = pid ] && [ "${b##*/}" != zswapd ] && pid_is "$a" "$b"; then
 				kill -KILL "$a"
 			fi
 		done <"$STATE"
@@ -641,7 +662,360 @@ run_writeback() {
 	fi
 }
 
-if [ $DO_MICRO -eq 1 ]; then run_micro; fi
-if [ $DO_COMPARE -eq 1 ]; then run_compare "$@"; fi   # returns 1 (set -e: exit 1) on a failed run
-if [ $DO_WRITEBACK -eq 1 ]; then run_writeback "$@"; fi
+# ---------------------------------------------------------------- workers
+
+# The article's experiment (issue 6): N jobs of W MiB each, started together
+# under one budget B, like `make -jN` on a small machine.  How long until the
+# last one is done, and how much went to disk?  Each job fills its W MiB,
+# does a fixed number of accesses (hot/cold 20/80, half writes) and checks
+# every page; N rises until N×W is 4× B.
+#   ram     no budget;
+#   swap    all N in one cgroup v1 memory cgroup, limit B, swap file;
+#   zswap   the same with kernel zswap on (lzo);
+#   zswapd  zswapd lzo with default_limit_percent = L / (N×W), so that each
+#           job keeps its share of L = B − pool allowance (as in compare);
+#           no limit while N×W fits in B.  zswapd's limits are per process,
+#           the cgroup's is one for the group: the kernel may give one job
+#           more than its share, zswapd does not.
+# "RESIDENT+POOL POOL" of the case now, in kB: the cgroup's usage (kernel)
+# or the jobs' RssAnon summed, plus kernel zswap's or zswapd's pool.
+workers_sample() {  # MODE
+	local kb=0 pool=0 p v
+	case $1 in
+	swap | zswap) kb=$(($(cat "$CG/memory.usage_in_bytes") / 1024)) ;;
+	*)
+		for p in "${WORKERS_PIDS[@]}"; do
+			v=$(sed -n 's/^RssAnon:\s*\([0-9]*\).*/\1/p' "/proc/$p/status" 2>/dev/null) || v=0
+			kb=$((kb + ${v:-0}))
+		done ;;
+	esac
+	case $1 in
+	zswap) pool=$(sed -n 's/^Zswap:\s*\([0-9]*\).*/\1/p' /proc/meminfo) ;;
+	zswapd) pool=$("$B/zswapctl" stats 2>/dev/null | awk '$1 == "pool_total_size" { print int($2 / 1024) }') ;;
+	esac
+	echo $((kb + ${pool:-0})) "${pool:-0}"
+}
+
+workers_snapshot() {  # TAG
+	cat /proc/vmstat >"$CASE/$1.vmstat"
+	if [ -n "$DPID" ]; then
+		cat "/proc/$DPID/stat" >"$CASE/$1.dstat"
+		"$B/zswapctl" stats >"$CASE/$1.zswapd" || true
+	fi
+}
+
+run_workers_case() {  # NAME MODE N
+	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pool pct=0 limit q= deadline live
+	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0
+	local -a wl=("$B/workload" --size "$WSIZE" --accesses "$WACCESSES" --warmup 0
+		--pattern hotcold --hot-pct 20 --hot-access-pct 80 --write-pct 50 --json)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/wcases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] workers: $name, N = $n ($((n * WSIZE)) MiB)" >&2
+
+	case $mode in
+	swap | zswap) kernel_setup "$mode" "$WBUDGET" ;;
+	zswapd)
+		echo "max_pool_bytes = $((n * WSIZE))M" >"$TMP/zswapd-workers.conf"
+		if [ $((n * WSIZE)) -gt "$WBUDGET" ]; then
+			read -r limit q < <(SIZE=$((n * WSIZE)) zswapd_limit_mib lzo "$WBUDGET")
+			pct=$((limit * 100 / (n * WSIZE)))
+			[ $pct -ge 1 ] || pct=1
+			echo "default_limit_percent = $pct" >>"$TMP/zswapd-workers.conf"
+		fi
+		start_daemon lzo "$TMP/zswapd-workers.conf" ;;
+	esac
+	workers_snapshot 0
+	WORKERS_PIDS=() PEAK_POOL_KB=0
+	t0=$(date +%s.%N)
+	for i in $(seq "$n"); do
+		case $mode in
+		ram) "${wl[@]}" --seed "$i" >"$CASE/w$i.json" 2>"$CASE/w$i.err" 9>&- & ;;
+		swap | zswap)
+			sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${wl[@]}" --seed "$i" \
+				>"$CASE/w$i.json" 2>"$CASE/w$i.err" 9>&- & ;;
+		zswapd)
+			LD_PRELOAD=$B/libzswap.so "${wl[@]}" --seed "$i" \
+				>"$CASE/w$i.json" 2>"$CASE/w$i.err" 9>&- & ;;
+		esac
+		WORKERS_PIDS+=($!)
+		state_add "pid $! $B/workload"
+	done
+	# Until the last job exits: the peak of resident + pool, 4 times a second.
+	deadline=$((SECONDS + WDEADLINE))
+	while [ $SECONDS -lt $deadline ]; do
+		live=0
+		for p in "${WORKERS_PIDS[@]}"; do alive "$p" && live=1 && break; done
+		[ $live -eq 1 ] || break
+		read -r kb pool < <(workers_sample "$mode")
+		[ "$kb" -gt "$peak" ] && peak=$kb
+		[ "$pool" -gt "$PEAK_POOL_KB" ] && PEAK_POOL_KB=$pool
+		sleep 0.25
+	done
+	t1=$(date +%s.%N)
+	workers_kill
+	# The cgroup keeps its exact peak; a short case may end before a sample.
+	if [ -n "$CG" ]; then
+		kb=$(($(cat "$CG/memory.max_usage_in_bytes") / 1024 + PEAK_POOL_KB))
+		[ "$kb" -gt "$peak" ] && peak=$kb
+	fi
+	for p in "${WORKERS_PIDS[@]}"; do
+		rc=0
+		wait "$p" 2>/dev/null || rc=$?
+		state_drop_pid "$p"
+		case $rc in
+		0) ok=$((ok + 1)) ;;
+		1) bad=$((bad + 1)) ;;
+		137) if [ "$mode" = swap ] || [ "$mode" = zswap ]; then oomed=$((oomed + 1)); else other=$((other + 1)); fi ;;
+		*) other=$((other + 1)) ;;
+		esac
+	done
+	WORKERS_PIDS=()
+	workers_snapshot 1
+	[ -n "$CG" ] && oom_kill=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	if [ $bad -gt 0 ]; then
+		status="CORRUPT ($bad of $n)"
+	elif [ $ok -eq "$n" ]; then
+		status=ok
+	elif [ $SECONDS -ge $deadline ]; then
+		status="not done after $WDEADLINE s, killed"
+	elif [ $oomed -gt 0 ] && [ $other -eq 0 ] && [ "${oom_kill:-0}" -gt 0 ]; then
+		status="OOM-killed $oomed of $n"
+	else
+		status="failed ($other of $n)"
+	fi
+	if [ "$mode" = zswapd ]; then
+		alive "$DPID" || status="$status; zswapd died"
+		stop_daemon
+		cp "$TMP/daemon.log" "$CASE/daemon.log"
+	fi
+	case $mode in swap | zswap) kernel_teardown ;; esac
+	case $status in
+	ok | OOM-killed*) ;;
+	*)
+		FAILED=1
+		echo "bench: !!!!! workers $name N=$n: $status !!!!!" >&2
+		for i in $(seq "$n"); do tail -n 3 "$CASE/w$i.err"; done | sort | uniq -c | head -n 20 >&2
+		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
+		;;
+	esac
+	{
+		echo "name=$name"
+		echo "mode=$mode"
+		echo "workers=$n"
+		awk -v a="$t1" -v b="$t0" 'BEGIN { printf "runtime_s=%.3f\n", a - b }'
+		echo "peak_kb=$peak"
+		echo "limit_percent=$pct"
+		echo "pool_q=$q"
+		echo "oom_kill=${oom_kill:-0}"
+		echo "status=$status"
+	} >"$CASE/meta"
+	echo "bench:   $status, $(sed -n 's/^runtime_s=//p' "$CASE/meta") s" >&2
+}
+
+run_workers() {
+	local n m ns modes="ram zswapd" load
+	WSIZE=64 WBUDGET=256 WACCESSES=200000 WDEADLINE=600 ns="2 4 8 12 16"
+	[ $QUICK -eq 1 ] && WSIZE=32 WBUDGET=128 WACCESSES=100000 WDEADLINE=300 ns="2 8"
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	FAILED=0 NCASE=0
+	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(($(echo $modes | wc -w) * $(echo $ns | wc -w)))
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	# the kernel cases' swap file and zswap pool must hold the largest N
+	SIZE=$((${ns##* } * WSIZE))
+	for n in $ns; do
+		for m in $modes; do
+			case $m in
+			ram) run_workers_case "all in RAM" ram "$n" ;;
+			swap) run_workers_case swap swap "$n" ;;
+			zswap) run_workers_case "zswap lzo" zswap "$n" ;;
+			zswapd) run_workers_case "zswapd lzo" zswapd "$n" ;;
+			esac
+		done
+	done
+	rm -f "$SWAPFILE"
+	python3 "$ROOT/tests/bench/report.py" --workers --cases "$TMP/wcases" --out "$OUT" \
+		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM" \
+		--command "tests/bench/run.sh${*:+ $*}" --date "$stamp" --load "$load" \
+		--size "$WSIZE" --budget "$WBUDGET" --accesses "$WACCESSES" --seconds 0 --warmup 0
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a workers run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------- redis
+
+# A real application (issue 6): redis-server with a dataset about twice its
+# memory budget B, then redis-benchmark over a unix socket, GETs and then
+# SETs of keys drawn uniformly from the whole dataset (the worst case for
+# any swap: half of all GETs miss).  The dataset is tests/bench/redis_data.py
+# (1000-byte JSON-ish values that lzo compresses to a little over half), and
+# it is read back and checked at the end.
+#   ram     no budget;
+#   swap    redis-server in a cgroup v1 memory cgroup, limit B, swap file;
+#   zswap   the same with kernel zswap (lzo), its pool not charged to the
+#           cgroup (cgroup v1) nor capped below the dataset;
+#   zswapd  (as the kernel zswap case) zswapd lzo, `zswapctl limit` B on
+#           redis-server, its pool not capped below the dataset;
+#   zswapd + swap file: zswapd lzo with a pool of P = B/4 and a swap file
+#           behind it, `zswapctl limit` B − P: resident + pool within B;
+#           the dataset does not fit in B even compressed, so the coldest of
+#           the pool goes to disk.
+redis_install() {
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && return 0
+	local made=0 rc=0
+	# Debian starts a freshly installed service unless policy-rc.d says no;
+	# we want the binaries, not a system redis.
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		made=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null 2>&1 || rc=$?
+	[ $made -eq 0 ] || rm -f /usr/sbin/policy-rc.d
+	return $rc
+}
+
+redis_cli() { redis-cli -s "$TMP/redis.sock" "$@"; }
+
+run_redis_case() {  # NAME MODE [wb]
+	local name=$1 mode=$2 wb=${3:-} status=ok limit=0 rc t0 t_pop=0 pool=$((RBUDGET / 4))
+	local -a srv=(redis-server --port 0 --unixsocket "$TMP/redis.sock" --unixsocketperm 700
+		--save '' --appendonly no --dir "$TMP" --daemonize no)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/rcases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] redis: $name" >&2
+	rm -f "$TMP/redis.sock"
+
+	case $mode in
+	ram) "${srv[@]}" >"$CASE/redis.log" 2>&1 9>&- & ;;
+	swap | zswap)
+		kernel_setup "$mode" "$RBUDGET"
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${srv[@]}" \
+			>"$CASE/redis.log" 2>&1 9>&- & ;;
+	zswapd)
+		if [ "$wb" = wb ]; then
+			limit=$((RBUDGET - pool))
+			printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
+				"$pool" "$WBFILE" $((4 * RBUDGET)) >"$TMP/zswapd-redis.conf"
+		else
+			limit=$RBUDGET pool=$((4 * RBUDGET))
+			printf 'max_pool_bytes = %sM\n' "$pool" >"$TMP/zswapd-redis.conf"
+		fi
+		start_daemon lzo "$TMP/zswapd-redis.conf"
+		LD_PRELOAD=$B/libzswap.so "${srv[@]}" >"$CASE/redis.log" 2>&1 9>&- & ;;
+	esac
+	WPID=$!
+	state_add "pid $WPID $(readlink -f "$(command -v redis-server)")"
+	for _ in $(seq 100); do redis_cli ping >/dev/null 2>&1 && break; sleep 0.05; done
+	# Each step only if the one before worked; `stage` says where it stopped.
+	local stage=start-up
+	if redis_cli ping >/dev/null 2>&1 && stage="zswapd attach" &&
+		{ [ "$mode" != zswapd ] || "$B/zswapctl" limit "$WPID" "${limit}M" >"$CASE/limit.txt"; } &&
+		stage=populate && t0=$(date +%s.%N) &&
+		python3 "$ROOT/tests/bench/redis_data.py" gen "$RKEYS" | redis_cli --pipe >"$CASE/populate.txt" 2>&1 &&
+		t_pop=$(awk -v b="$t0" -v a="$(date +%s.%N)" 'BEGIN { printf "%.2f", a - b }') &&
+		stage=warm-up && redis-benchmark -s "$TMP/redis.sock" -t get -r "$RKEYS" -n "$RWARM" -c 8 -q >/dev/null 2>&1 &&
+		snapshot w && stage="GET benchmark" &&
+		redis-benchmark -s "$TMP/redis.sock" -t get -r "$RKEYS" -n "$RGETS" -c 8 --csv >"$CASE/get.csv" 2>&1 &&
+		stage="SET benchmark" &&
+		redis-benchmark -s "$TMP/redis.sock" -t set -d 1000 -r "$RKEYS" -n "$RSETS" -c 8 --csv >"$CASE/set.csv" 2>&1 &&
+		snapshot m && redis_cli info memory >"$CASE/info.txt" && stage=check &&
+		redis-benchmark -s "$TMP/redis.sock" -t set -d 1000 -n 1 -c 1 -q >/dev/null 2>&1 &&
+		lift_limit "$mode"; then
+		rc=0
+		python3 "$ROOT/tests/bench/redis_data.py" check "$TMP/redis.sock" "$RKEYS" 2>"$CASE/check.txt" || rc=$?
+		cat "$CASE/check.txt" >&2
+		[ $rc -eq 0 ] || status=CORRUPT
+		redis_cli shutdown nosave >/dev/null 2>&1 || true
+	else
+		status="stopped in $stage"
+	fi
+	for _ in $(seq 100); do alive "$WPID" || break; sleep 0.1; done
+	alive "$WPID" && kill -KILL "$WPID"
+	rc=0
+	wait "$WPID" 2>/dev/null || rc=$?
+	state_drop_pid "$WPID"
+	WPID=
+	local oom=0
+	[ -n "$CG" ] && oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	if [ "$status" != ok ] && [ "$status" != CORRUPT ] && [ "${oom:-0}" -gt 0 ]; then
+		status=OOM-killed
+	fi
+	if [ "$mode" = zswapd ]; then
+		alive "$DPID" || status="$status; zswapd died"
+		stop_daemon
+		cp "$TMP/daemon.log" "$CASE/daemon.log"
+		rm -f "$WBFILE"
+	fi
+	case $mode in swap | zswap) kernel_teardown ;; esac
+	case $status in
+	ok | OOM-killed) ;;
+	*)
+		FAILED=1
+		echo "bench: !!!!! redis $name: $status !!!!!" >&2
+		tail -n 20 "$CASE/redis.log" >&2
+		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
+		;;
+	esac
+	{
+		echo "name=$name"
+		echo "mode=$mode"
+		echo "compressor=$([ "$mode" = ram ] || [ "$mode" = swap ] || echo lzo)"
+		echo "budget_mib=$([ "$mode" = ram ] || echo "$RBUDGET")"
+		echo "limit_mib=$limit"
+		echo "pool_cap_mib=$([ "$wb" = wb ] && echo "$pool")"
+		echo "populate_s=$t_pop"
+		echo "oom_kill=${oom:-0}"
+		echo "status=$status"
+	} >"$CASE/meta"
+	echo "bench:   $status" >&2
+}
+
+run_redis() {
+	local m modes="ram zswapd" load
+	# ~1.1 KiB of redis memory per key: RKEYS keys are about 2×RBUDGET
+	RBUDGET=256 RKEYS=480000 RWARM=20000 RGETS=100000 RSETS=50000
+	[ $QUICK -eq 1 ] && RBUDGET=64 RKEYS=120000 RWARM=5000 RGETS=20000 RSETS=10000
+	if ! redis_install; then
+		echo "bench: no redis-server and could not install it (apt-get install redis-server redis-tools): redis skipped" >&2
+		return 0
+	fi
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	HAVE_LIMIT=1 FAILED=0 NCASE=0
+	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(($(echo $modes | wc -w) + 1))
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	SIZE=$((2 * RBUDGET + RBUDGET / 4))     # what the kernel's swap file and pool must hold
+	for m in $modes; do
+		case $m in
+		ram) run_redis_case "all in RAM" ram ;;
+		swap) run_redis_case swap swap ;;
+		zswap) run_redis_case "zswap lzo" zswap ;;
+		zswapd)
+			run_redis_case "zswapd lzo" zswapd
+			run_redis_case "zswapd lzo + swap file" zswapd wb ;;
+		esac
+	done
+	rm -f "$SWAPFILE"
+	python3 "$ROOT/tests/bench/report.py" --redis --cases "$TMP/rcases" --out "$OUT" \
+		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(redis-server --version | cut -d' ' -f1-3)" \
+		--command "tests/bench/run.sh${*:+ $*}" --date "$stamp" --load "$load" \
+		--size 0 --budget "$RBUDGET" --keys "$RKEYS" --gets "$RGETS" --sets "$RSETS" --seconds 0 --warmup 0
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a redis run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+# Each part returns 1 (set -e: exit 1) on a run that lost data or hung.
+if want micro; then run_micro; fi
+if want compare; then run_compare "$@"; fi
+if want writeback; then run_writeback "$@"; fi
+if want workers; then run_workers "$@"; fi
+if want redis; then run_redis "$@"; fi
 exit 0

@@ -5,14 +5,16 @@
  * under kernel zswap and under zswapd, so the only thing that changes is who
  * serves its page faults.
  *
- *   workload --size MIB --seconds T [--warmup S]
+ *   workload --size MIB (--seconds T | --accesses N) [--warmup S]
  *            [--pattern hotcold|uniform|sequential] [--hot-pct 20]
  *            [--hot-access-pct 80] [--write-pct 50] [--seed N]
  *            [--handshake] [--json]
  *
  * Fills MIB of anonymous memory with the page mix of tests/bench/micro.c
  * (zero, same-filled word, text, small structs, incompressible bytes), then
- * accesses it for S seconds of warm-up and T measured seconds.  One access is
+ * accesses it for S seconds of warm-up and T measured seconds (or, with
+ * --accesses, exactly N accesses, rounded up to a multiple of 64: a job of
+ * fixed work, for the concurrent-workers benchmark).  One access is
  * one 8-byte read, or one read-modify-write, at a random word of the chosen
  * page:
  *   hotcold     hot-pct % of the pages (scattered over the whole range, not
@@ -68,6 +70,7 @@ enum pattern { PAT_HOTCOLD, PAT_UNIFORM, PAT_SEQUENTIAL };
 struct opts {
 	size_t mib;
 	double seconds, warmup;
+	uint64_t accesses; /* fixed work instead of a time window (0: off) */
 	enum pattern pattern;
 	unsigned hot_pct, hot_access_pct, write_pct;
 	uint64_t seed;
@@ -225,8 +228,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Runs accesses for `seconds`; times one in SAMPLE_EVERY into h (if set). */
-static void run_for(struct state *s, double seconds, struct hist *h)
+/*
+ * Runs accesses for `seconds`, or until s->accesses reaches `count` if that
+ * is not 0; times one in SAMPLE_EVERY into h (if set).
+ */
+static void run_for(struct state *s, double seconds, uint64_t count, struct hist *h)
 {
 	uint64_t deadline = now_ns() + (uint64_t)(seconds * 1e9);
 
@@ -240,7 +246,7 @@ static void run_for(struct state *s, double seconds, struct hist *h)
 		t1 = now_ns();
 		if (h)
 			hist_add(h, t1 - t0);
-		if (t1 >= deadline)
+		if (count ? s->accesses >= count : t1 >= deadline)
 			return;
 	}
 }
@@ -289,7 +295,7 @@ static void handshake(const struct opts *o, const char *phase)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: workload --size MIB --seconds T [--warmup S] "
+	fprintf(f, "usage: workload --size MIB (--seconds T | --accesses N) [--warmup S] "
 		   "[--pattern hotcold|uniform|sequential]\n"
 		   "                [--hot-pct 20] [--hot-access-pct 80] [--write-pct 50] "
 		   "[--seed N] [--handshake] [--json]\n");
@@ -325,6 +331,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "size", required_argument, NULL, 's' },
 		{ "seconds", required_argument, NULL, 't' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "accesses", required_argument, NULL, 'a' },
 		{ "pattern", required_argument, NULL, 'p' },
 		{ "hot-pct", required_argument, NULL, 'H' },
 		{ "hot-access-pct", required_argument, NULL, 'A' },
@@ -350,6 +357,17 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'w':
 			o->warmup = secs_arg("--warmup", optarg);
 			break;
+		case 'a': {
+			char *end;
+
+			errno = 0;
+			o->accesses = strtoull(optarg, &end, 10);
+			if (errno || *end || !o->accesses || optarg[0] == '-') {
+				fprintf(stderr, "workload: bad --accesses '%s'\n", optarg);
+				exit(2);
+			}
+			break;
+		}
 		case 'p':
 			if (strcmp(optarg, "hotcold") == 0)
 				o->pattern = PAT_HOTCOLD;
@@ -450,13 +468,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "workload: filled %zu MiB in %.2f s\n", o.mib, (double)(t_fill1 - t_fill0) / 1e9);
 
 	if (o.warmup > 0)
-		run_for(&s, o.warmup, NULL);
+		run_for(&s, o.warmup, 0, NULL);
 	handshake(&o, "warmed up");
 
 	getrusage(RUSAGE_SELF, &ru0);
 	s.accesses = s.writes = 0;
 	t_m0 = now_ns();
-	run_for(&s, o.seconds, &lat);
+	run_for(&s, o.seconds, o.accesses, &lat);
 	t_m1 = now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
 	rss_kb = status_kb("RssAnon");
