@@ -4,6 +4,7 @@
 #   make check        unit tests (Check) and integration tests (real daemon, real processes)
 #   make asan / tsan  the same tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make install      PREFIX=/usr/local DESTDIR=
+#   make bench        every benchmark, side by side with kernel swap/zswap (~40 min)
 #   make bench-quick  a short side-by-side benchmark (see tests/bench/run.sh)
 #   V=1               show full commands
 
@@ -48,6 +49,8 @@ SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/pic/%.o)
 CLIENT_OBJS := $(BUILD)/client/zswapctl.o $(BUILD)/daemon/proto.o $(BUILD)/daemon/size.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
 ITEST_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/*.c))
+# the bench workload too: the test of a process faulting at full speed runs it
+ITEST_PROGS += $(BUILD)/tests/workload
 
 all: $(BUILD)/zswapd $(BUILD)/zswapctl $(BUILD)/libzswap.so
 
@@ -86,6 +89,11 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(BUILD)/libzswapd.a
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzswapd.a \
 		$(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
+
+$(BUILD)/tests/workload: tests/bench/workload.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BUILD)/tests/%: tests/integration/%.c
 	@mkdir -p $(dir $@)

@@ -26,6 +26,7 @@
 
 #include "cfg.h"
 #include "hot.h"
+#include "loadlog.h"
 #include "proto.h"
 #include "vmscan.h"
 #include "zswap_proto.h"
@@ -55,6 +56,7 @@ struct stats {
 	uint64_t pool_limit_hit;     /* cumulative: the pool was at its limit */
 	uint64_t zero_fills;	     /* cumulative: faults on never-evicted pages in registered chunks */
 	uint64_t faults_deferred;    /* cumulative: faults that waited for an eviction batch */
+	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
 	uint64_t evict_batches;	     /* cumulative */
 	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
@@ -92,6 +94,7 @@ struct entry {
 	uint8_t where;
 	uint8_t readahead;  /* brought back by readahead, not yet used */
 	uint8_t ra_pending; /* a readahead read is under way */
+	uint32_t stored_at; /* the target's store count when stored: refault distance */
 	uint64_t val;
 	uint64_t disk;
 	struct entry *lru_prev, *lru_next; /* the writeback LRU, while IN_POOL */
@@ -158,6 +161,7 @@ struct pick {
 	uint64_t scanned;	/* pages looked at in this pass */
 	uint64_t total;		/* pages in the evictable ranges: one sweep */
 	bool hot_in;		/* second pass: recently refaulted pages may go too */
+	bool from_log;		/* the second pass takes them oldest load first (loadlog.h) */
 	uint64_t started_usec;
 };
 
@@ -197,6 +201,10 @@ struct target {
 	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
 	bool limit_set;	      /* by zswapctl limit (even "none"): default_limit_percent no longer applies */
 	struct hot hot;       /* pages faulted back lately (hot.h) */
+	struct loadlog loads_log; /* the same pages, in the order they came back */
+	uint64_t sweep_dry_until_ms; /* a sweep found next to nothing cold: the log first until then */
+	uint64_t rss_pages;   /* RssAnon at the last limit check, in pages */
+	uint64_t stores_at_check; /* t->stores then: rss_pages + faults - stores since = now */
 	/* The evictable ranges, read from smaps at most once a second (smaps
 	 * walks every page table: under a limit it cost more than the pagemap
 	 * sweeps).  Dropped when an UNMAP or REMAP event says the layout changed;
@@ -339,15 +347,17 @@ int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
 void reclaim_idle_sweep(struct daemon *d);
-void target_note_refault(struct target *t, uint64_t addr);
+void target_note_refault(struct target *t, uint64_t addr, const struct entry *e);
 void target_note_poor(struct target *t, uint64_t addr);
 uint64_t target_hot_pages(const struct target *t);
 uint64_t target_hot_window_ms(const struct target *t);
 #define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
+#define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 bool reclaim_picking(const struct daemon *d);
 bool reclaim_limited(const struct target *t);
+bool reclaim_throttle(const struct target *t);
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
 void reclaim_continue(struct daemon *d);
 void reclaim_cancel(struct target *t, int err);

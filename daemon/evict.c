@@ -49,6 +49,7 @@
 #define EVICT_MAX_RUNS 512
 #define EVICT_VMAS_TTL_USEC 1000000 /* smaps is read at most this often per target */
 #define EVICT_PICK_CHUNK 16384	     /* pages of address space looked at per loop turn: ~0.3 ms */
+#define EVICT_LOG_LOOKS 4	     /* log entries looked at per batch page, at most */
 
 static void batch_free(struct batch *b)
 {
@@ -402,6 +403,75 @@ static int evict_pick_new(struct target *t)
 	p->start = p->cursor = t->scan_cursor;
 	p->total = vmscan_total_pages(t->vmas, t->nvmas);
 	p->started_usec = now_usec();
+	/* The last sweep found next to nothing cold: do not sweep again so soon. */
+	if (now_usec() / 1000 < t->sweep_dry_until_ms && t->loads_log.n &&
+	    !(t->reclaim && t->reclaim->idle_only))
+		p->from_log = true;
+	return 0;
+}
+
+static int evict_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The second pass from the log of loads: the pages that came back longest
+ * ago go first, those with a second chance once more to the tail (renewed
+ * in the hot set, as if back now).  An entry is dropped when its page came
+ * back again since (a later entry stands for it), compresses poorly, or is
+ * out of the hot window (the sweep takes those: a page must never be in a
+ * batch twice, and this pass may add to what a sweep picked); one whose
+ * page is no longer present (evicted, unmapped) is dropped by
+ * vmscan_pick_pages.  Looks at most
+ * EVICT_LOG_LOOKS entries per page wanted, so a log of second chances
+ * costs a bounded turn.
+ */
+static int evict_pick_log(struct target *t, struct pick *p, const struct evict_skip *sk)
+{
+	uint32_t want = t->staging_pages - p->res.npages, n = 0;
+	uint64_t *pgnos, budget = (uint64_t)want * EVICT_LOG_LOOKS, looked = 0, when;
+	struct loadlog_entry le;
+	struct vmscan_result got = { 0 };
+	int r;
+
+	if (!want)
+		return 0;
+	pgnos = malloc(want * sizeof(*pgnos));
+	if (!pgnos)
+		return -ENOMEM;
+	while (n < want && looked < budget && loadlog_pop(&t->loads_log, &le)) {
+		bool seen = hot_when(&t->hot, le.pgno, &when);
+
+		looked++;
+		if (seen && when != le.when_ms)
+			continue; /* stale: it came back again since */
+		if (hot_recent(&t->poor, le.pgno, sk->now_ms, TARGET_POOR_WINDOW_MS))
+			continue;
+		if (le.chances) {
+			/* Another turn, as if it came back now: the sweep passes
+			 * over it meanwhile, however long it stays resident. */
+			le.chances--;
+			le.when_ms = sk->now_ms;
+			hot_note(&t->hot, le.pgno, sk->now_ms, sk->hot_ms);
+			t->d->st.hot_skips++;
+			(void)loadlog_push(&t->loads_log, &le);
+			continue;
+		}
+		if (!seen || sk->now_ms - when >= sk->hot_ms)
+			continue; /* out of the window: the sweep's to take (never both) */
+		pgnos[n++] = le.pgno;
+	}
+	qsort(pgnos, n, sizeof(*pgnos), evict_cmp_u64);
+	r = vmscan_pick_pages(p->pagemap_fd, t->vmas, t->nvmas, pgnos, n, p->runs + p->res.nruns,
+			      EVICT_MAX_RUNS - p->res.nruns, &got);
+	free(pgnos);
+	if (r < 0)
+		return r;
+	p->res.npages += got.npages;
+	p->res.nruns += got.nruns;
 	return 0;
 }
 
@@ -426,6 +496,24 @@ static int evict_pick(struct target *t)
 			return r;
 	}
 	p = t->pick;
+	if (p->from_log) {
+		r = evict_pick_log(t, p, &sk);
+		if (r < 0)
+			return r;
+		/* Mostly second chances and gone pages this turn: the next turn
+		 * goes on (every entry looked at was dropped or lost a chance).
+		 * Looks are not sweeps: they never make a reclaim "wrapped". */
+		if (t->loads_log.n && p->res.npages < t->staging_pages / 2)
+			return 0;
+		if (p->res.npages)
+			return 1;
+		/* Nothing left in the log: the sweep, hot pages in. */
+		p->from_log = false;
+		p->hot_in = true;
+		p->res = (struct vmscan_result){ 0 };
+		p->cursor = p->start;
+		p->scanned = 0;
+	}
 	left = p->total - p->scanned;
 	/* One pass scans at most one sweep of the address space, passing over
 	 * pages that came back lately (hot.h). */
@@ -452,6 +540,12 @@ static int evict_pick(struct target *t)
 	 * budget, 33-71k in six without it.)
 	 */
 	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->staging_pages / 2) {
+		/* Sweeping again soon would find as little: the log until then. */
+		t->sweep_dry_until_ms = sk.now_ms + sk.hot_ms / 4;
+		if (t->loads_log.n) {
+			p->from_log = true; /* keeping what this pass found */
+			return 0;
+		}
 		p->hot_in = true;
 		p->res = (struct vmscan_result){ 0 };
 		p->cursor = p->start;
@@ -656,6 +750,7 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 	r = entry_store(t->d, page, &e);
 	if (r < 0)
 		return r;
+	e->stored_at = (uint32_t)t->stores;
 	for (uint32_t f = 0; f < b->nforks; f++) {
 		struct target *child = b->forks[f];
 

@@ -161,7 +161,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
 		idx_erase(t->idx, pgno);
 		t->compressed_bytes -= e->len;
-		target_note_refault(t, addr);
+		target_note_refault(t, addr, e);
 		t->loads++;
 		d->st.loads++;
 		entry_put(d, e);
@@ -246,6 +246,15 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
 			t->d->st.faults_deferred++;
 			return;
 		}
+	}
+	/* Far over its limit: wait for the batch in flight, once (the commit
+	 * serves deferred faults without asking again).  Never the agent:
+	 * the batch waits on it. */
+	if (t->batch && ptid != t->agent_tid && reclaim_throttle(t) &&
+	    evict_defer_fault(t, msg) == 0) {
+		t->d->st.faults_deferred++;
+		t->d->st.faults_throttled++;
+		return;
 	}
 	if (fault_serve(t, msg) == -EAGAIN && fault_queue_retry(t, msg) < 0)
 		uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again and we try again */

@@ -103,6 +103,19 @@ bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t wi
 	return s && s->pgno == pgno + 1 && now_ms - s->when_ms < window_ms;
 }
 
+bool hot_when(const struct hot *h, uint64_t pgno, uint64_t *when_ms)
+{
+	const struct hot_slot *s;
+
+	if (!h->cap)
+		return false;
+	s = hot_find(h, pgno);
+	if (!s || s->pgno != pgno + 1)
+		return false;
+	*when_ms = s->when_ms;
+	return true;
+}
+
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms)
 {
 	uint64_t n = 0;

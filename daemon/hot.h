@@ -44,6 +44,8 @@ struct hot {
 void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms);
 /* True if pgno was seen within window_ms before now_ms. */
 bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms);
+/* When pgno was last seen, if the set still holds it (expired or not). */
+bool hot_when(const struct hot *h, uint64_t pgno, uint64_t *when_ms);
 /* How many pages were seen within the window: the hot-set estimate. */
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms);
 void hot_free(struct hot *h);

@@ -184,6 +184,28 @@ uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 	return limit > (1u << 20) ? limit : 1u << 20;
 }
 
+/*
+ * Whether t is so far over its limit (by more than the slack) that its
+ * faults should wait for the eviction batch in flight, as memory.high
+ * throttles a cgroup that outgrows it: without that, a process that faults
+ * faster than batches commit grows past its limit and stays there (a 512
+ * MiB process held at 220M sat at 260-310M).  The estimate is RssAnon at the
+ * last check, plus the pages faulted in since, minus those stored since.
+ * Not when the pages that compress too poorly to leave (t->poor) fill the
+ * limit by themselves: no waiting brings the process under it then, and
+ * every fault would pay a batch for nothing.
+ */
+bool reclaim_throttle(const struct target *t)
+{
+	uint64_t limit = t->last_limit, gone = t->stores - t->stores_at_check;
+	uint64_t est = t->rss_pages + t->faults_since_check;
+
+	if (!limit || !reclaim_limited(t) || (uint64_t)t->poor.used * ZS_PAGE_SIZE >= limit)
+		return false;
+	est = est > gone ? est - gone : 0;
+	return est * ZS_PAGE_SIZE > limit + reclaim_slack(limit);
+}
+
 void reclaim_enforce_limits(struct daemon *d, bool tick)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
@@ -199,6 +221,8 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 		if (proc_status_kb(t->pid, "RssAnon", &kb) < 0)
 			continue;
 		rss = kb * 1024;
+		t->rss_pages = rss / ZS_PAGE_SIZE;
+		t->stores_at_check = t->stores;
 		limit = t->last_limit = reclaim_limit_of(t, rss);
 		slack = reclaim_slack(limit);
 		if (rss <= limit + slack / 4)

@@ -248,9 +248,33 @@ uint64_t target_hot_window_ms(const struct target *t)
 	return t->d->cfg.hot_window_seconds * 1000ull;
 }
 
-void target_note_refault(struct target *t, uint64_t addr)
+/*
+ * Page addr came back, e its entry.  Its refault distance is how many pages
+ * this process stored between its eviction and now; if that is not more
+ * than it keeps resident, an LRU of its size would have kept the page, so
+ * the page gets a second chance in the log of loads (loadlog.h).
+ */
+void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 {
-	hot_note(&t->hot, addr >> ZS_PAGE_SHIFT, now_usec() / 1000, target_hot_window_ms(t));
+	uint64_t now_ms = now_usec() / 1000;
+	uint32_t distance = (uint32_t)t->stores - e->stored_at;
+	uint64_t per_cycle = t->rss_pages / (distance ? distance : 1);
+	struct loadlog_entry le = {
+		.pgno = addr >> ZS_PAGE_SHIFT,
+		.when_ms = now_ms,
+		.chances = per_cycle < 1 ? 0 : per_cycle > TARGET_MAX_CHANCES ? TARGET_MAX_CHANCES : (uint32_t)per_cycle,
+	};
+
+	uint64_t seen_ms;
+
+	/* Back twice within one millisecond: the entry logged for the first
+	 * return stands for both (two live entries of one page could put it
+	 * twice into one batch).  Out of memory, the page is just not in the
+	 * log: the sweep still sees it. */
+	if (hot_when(&t->hot, le.pgno, &seen_ms) && seen_ms == now_ms)
+		return;
+	hot_note(&t->hot, le.pgno, now_ms, target_hot_window_ms(t));
+	(void)loadlog_push(&t->loads_log, &le);
 }
 
 uint64_t target_hot_pages(const struct target *t)
@@ -386,6 +410,7 @@ static void target_free(struct target *t)
 	idx_free(t->idx, target_drop_entry, d);
 	free(t->vmas);
 	hot_free(&t->hot);
+	loadlog_free(&t->loads_log);
 	hot_free(&t->poor);
 	free(t->retry);
 	free(t);

@@ -152,6 +152,13 @@ uint64_t vmscan_total_pages(const struct vma *vmas, size_t n)
 	return sum;
 }
 
+/* Whether page addr of vma would lengthen run last rather than start one. */
+static bool vmscan_extends(const struct vmscan_run *last, const struct vma *vma, uint64_t addr)
+{
+	return last && last->addr + ((uint64_t)last->npages << ZS_PAGE_SHIFT) == addr &&
+	       last->reg_end >= vma->start && last->reg_start < vma->end;
+}
+
 static void vmscan_add_page(const struct vma *vma, uint64_t addr, struct vmscan_run *runs,
 			    size_t *nruns)
 {
@@ -162,8 +169,7 @@ static void vmscan_add_page(const struct vma *vma, uint64_t addr, struct vmscan_
 		cs = vma->start;
 	if (ce > vma->end)
 		ce = vma->end;
-	if (last && last->addr + ((uint64_t)last->npages << ZS_PAGE_SHIFT) == addr &&
-	    last->reg_end >= vma->start && last->reg_start < vma->end) {
+	if (vmscan_extends(last, vma, addr)) {
 		last->npages++;
 		if (ce > last->reg_end)
 			last->reg_end = ce;
@@ -297,6 +303,39 @@ int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t c
 	if (r < 0)
 		return r;
 	*ret = res;
+	return 0;
+}
+
+int vmscan_pick_pages(int pagemap_fd, const struct vma *vmas, size_t nvmas, const uint64_t *pgnos,
+		      size_t n, struct vmscan_run *runs, size_t max_runs,
+		      struct vmscan_result *res)
+{
+	size_t v = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = pgnos[i] << ZS_PAGE_SHIFT, pm;
+		ssize_t got;
+
+		if (i && pgnos[i] == pgnos[i - 1])
+			continue; /* a page goes in at most once */
+		while (v < nvmas && vmas[v].end <= addr)
+			v++;
+		if (v == nvmas)
+			break;
+		res->scanned++;
+		if (addr < vmas[v].start)
+			continue;
+		got = pread(pagemap_fd, &pm, sizeof(pm), (off_t)(pgnos[i] * sizeof(pm)));
+		if (got < 0)
+			return -errno;
+		if (got != sizeof(pm) || !vmscan_evictable(pm))
+			continue;
+		if (res->nruns == max_runs &&
+		    !vmscan_extends(max_runs ? &runs[max_runs - 1] : NULL, &vmas[v], addr))
+			break;
+		vmscan_add_page(&vmas[v], addr, runs, &res->nruns);
+		res->npages++;
+	}
 	return 0;
 }
 

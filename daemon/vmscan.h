@@ -52,6 +52,18 @@ int vmscan_pick(int pagemap_fd, const struct vma *vmas, size_t nvmas, uint64_t c
 		uint32_t max_pages, uint64_t max_scan, struct vmscan_run *runs, size_t max_runs,
 		bool (*skip)(uint64_t pgno, void *ctx), void *ctx, struct vmscan_result *ret);
 
+/*
+ * Adds those of the pages pgnos[0..n) (page numbers, ascending; a repeated
+ * one is taken once) that lie in
+ * vmas and are evictable now (as vmscan_pick takes them) to runs, from
+ * res->nruns on, one pagemap read each: for pages chosen one by one (the
+ * log of loads) rather than by a sweep.  Stops early when max_runs runs are
+ * used; res->scanned counts the pages looked at.
+ */
+int vmscan_pick_pages(int pagemap_fd, const struct vma *vmas, size_t nvmas, const uint64_t *pgnos,
+		      size_t n, struct vmscan_run *runs, size_t max_runs,
+		      struct vmscan_result *res);
+
 /* How many of the npages from addr on are, in a row, present and mapped by
  * this process alone (what vmscan_pick takes); 0 on a read error. */
 uint32_t vmscan_evictable_prefix(int pagemap_fd, uint64_t addr, uint32_t npages);

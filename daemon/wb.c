@@ -405,7 +405,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	r = fault_copy_page(t, addr, d->page_buf);
 	if ((r == 0 || r == -EEXIST) && idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT) == e) {
 		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
-		target_note_refault(t, addr);
+		target_note_refault(t, addr, e);
 		t->loads++;
 		d->st.loads++;
 		t->faults_since_check++;

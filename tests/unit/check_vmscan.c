@@ -4,7 +4,10 @@
  * (daemon/vmscan.c), and which it has registered.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "vmscan.h"
 
@@ -97,6 +100,47 @@ START_TEST(test_registered)
 }
 END_TEST
 
+/*
+ * Pages chosen one by one (the log of loads): only those inside a vma and
+ * present are taken, neighbours merge into one run.  On our own pagemap.
+ */
+START_TEST(test_pick_pages)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *m = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t base = (uint64_t)(uintptr_t)m / pg, pgnos[6];
+	struct vma vma = { (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)m + 6 * pg };
+	struct vmscan_run runs[8];
+	struct vmscan_result res = { 0 };
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_ge(fd, 0);
+	m[1 * pg] = m[2 * pg] = m[4 * pg] = m[7 * pg] = 1; /* 0, 3, 5, 6 never touched */
+	pgnos[0] = base + 1;
+	pgnos[1] = base + 2; /* next to 1: one run */
+	pgnos[2] = base + 3; /* not present */
+	pgnos[3] = base + 4;
+	pgnos[4] = base + 4; /* twice: once in the batch */
+	pgnos[5] = base + 7; /* present, but outside the vma */
+	ck_assert_int_eq(vmscan_pick_pages(fd, &vma, 1, pgnos, 6, runs, 8, &res), 0);
+	ck_assert_uint_eq(res.npages, 3);
+	ck_assert_uint_eq(res.nruns, 2);
+	ck_assert_uint_eq(runs[0].addr, (uint64_t)(uintptr_t)(m + pg));
+	ck_assert_uint_eq(runs[0].npages, 2);
+	ck_assert_uint_eq(runs[1].addr, (uint64_t)(uintptr_t)(m + 4 * pg));
+	ck_assert_uint_eq(runs[1].npages, 1);
+
+	/* No room for a second run: it stops after the first. */
+	res = (struct vmscan_result){ 0 };
+	ck_assert_int_eq(vmscan_pick_pages(fd, &vma, 1, pgnos, 6, runs, 1, &res), 0);
+	ck_assert_uint_eq(res.npages, 2);
+	ck_assert_uint_eq(res.nruns, 1);
+	close(fd);
+	munmap(m, 8 * pg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vmscan");
@@ -108,6 +152,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_excludes_shim);
 	tcase_add_test(tc, test_parse_empty_and_garbage);
 	tcase_add_test(tc, test_registered);
+	tcase_add_test(tc, test_pick_pages);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * check_loadlog - the FIFO of loads that orders the second pass of eviction
+ * (daemon/loadlog.c).
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "loadlog.h"
+
+static void push(struct loadlog *l, uint64_t pgno, uint64_t when, uint32_t chances)
+{
+	struct loadlog_entry e = { .pgno = pgno, .when_ms = when, .chances = chances };
+
+	ck_assert_int_eq(loadlog_push(l, &e), 0);
+}
+
+START_TEST(test_oldest_first)
+{
+	struct loadlog l = { 0 };
+	struct loadlog_entry e;
+
+	ck_assert(!loadlog_pop(&l, &e));
+	push(&l, 7, 100, 0);
+	push(&l, 3, 101, 1);
+	push(&l, 9, 102, 0);
+	ck_assert(loadlog_pop(&l, &e));
+	ck_assert_uint_eq(e.pgno, 7);
+	ck_assert_uint_eq(e.when_ms, 100);
+	ck_assert(loadlog_pop(&l, &e));
+	ck_assert_uint_eq(e.pgno, 3);
+	ck_assert_uint_eq(e.chances, 1);
+	push(&l, 3, 101, 0); /* a second chance goes to the tail */
+	ck_assert(loadlog_pop(&l, &e));
+	ck_assert_uint_eq(e.pgno, 9);
+	ck_assert(loadlog_pop(&l, &e));
+	ck_assert_uint_eq(e.pgno, 3);
+	ck_assert(!loadlog_pop(&l, &e));
+	loadlog_free(&l);
+}
+END_TEST
+
+/* Growing keeps the order even when the ring has wrapped around. */
+START_TEST(test_grows_in_order)
+{
+	struct loadlog l = { 0 };
+	struct loadlog_entry e;
+	uint64_t next_out = 0, next_in = 0;
+
+	/* Wrap the smallest ring first: fill it, take half, fill again. */
+	for (; next_in < LOADLOG_MIN_ENTRIES; next_in++)
+		push(&l, next_in, next_in, 0);
+	for (; next_out < LOADLOG_MIN_ENTRIES / 2; next_out++) {
+		ck_assert(loadlog_pop(&l, &e));
+		ck_assert_uint_eq(e.pgno, next_out);
+	}
+	for (; next_in < 5 * LOADLOG_MIN_ENTRIES; next_in++)
+		push(&l, next_in, next_in, 0);
+	ck_assert_uint_gt(l.cap, LOADLOG_MIN_ENTRIES);
+	while (loadlog_pop(&l, &e)) {
+		ck_assert_uint_eq(e.pgno, next_out);
+		next_out++;
+	}
+	ck_assert_uint_eq(next_out, next_in);
+	ck_assert_uint_eq(l.forgotten, 0);
+	loadlog_free(&l);
+}
+END_TEST
+
+/* At the cap the oldest go, the newest stay, and the ring stays bounded. */
+START_TEST(test_bounded_at_cap)
+{
+	struct loadlog l = { 0 };
+	struct loadlog_entry e;
+	uint64_t n = (uint64_t)LOADLOG_MAX_ENTRIES + 1000;
+
+	for (uint64_t p = 0; p < n; p++)
+		push(&l, p, p, 0);
+	ck_assert_uint_eq(l.cap, LOADLOG_MAX_ENTRIES);
+	ck_assert_uint_eq(l.n, LOADLOG_MAX_ENTRIES);
+	ck_assert_uint_eq(l.forgotten, 1000);
+	ck_assert(loadlog_pop(&l, &e));
+	ck_assert_uint_eq(e.pgno, 1000);
+	loadlog_free(&l);
+	ck_assert_uint_eq(l.n, 0);
+	ck_assert(!loadlog_pop(&l, &e));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("loadlog");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_oldest_first);
+	tcase_add_test(tc, test_grows_in_order);
+	tcase_add_test(tc, test_bounded_at_cap);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
