@@ -222,6 +222,11 @@ struct target {
 	uint64_t last_swapin;	/* address of the last fault served from the swap file */
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
+	/* Faults held because we are over our limit (reclaim_throttle), until
+	 * the batch in flight commits or FAULT_THROTTLE_USEC have passed. */
+	struct uffd_msg *throttled;
+	uint32_t nthrottled, throttled_cap;
+	uint64_t throttled_usec; /* when the oldest was held */
 	bool dead;	      /* mm gone: free at the end of this loop turn */
 	bool drained;	      /* stop: every page is back and registrations are gone */
 	/* per-target figures for `zswapctl list` */
@@ -325,6 +330,9 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
 int fault_serve(struct target *t, const struct uffd_msg *msg);
 void fault_retry_all(struct daemon *d);
 bool fault_retry_pending(const struct daemon *d);
+#define FAULT_THROTTLE_USEC 10000 /* longest a fault waits for being over the limit */
+void fault_release_throttled(struct daemon *d);
+bool fault_throttled_pending(const struct daemon *d);
 int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
 int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
 
@@ -343,6 +351,7 @@ void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
+void evict_serve_stuck(struct target *t);
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);

@@ -125,7 +125,8 @@ static bool drain_target(struct target *t, uint64_t now)
 			    (unsigned long long)(DRAIN_BATCH_TIMEOUT_USEC / 1000000));
 		evict_abort(t);
 	}
-	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->nretry)
+	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->nretry ||
+	    t->nthrottled)
 		return false;
 	if (t->pid)
 		drain_unregister(t);

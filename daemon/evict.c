@@ -276,6 +276,40 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 }
 
 /*
+ * The batch has been in flight for FAULT_THROTTLE_USEC and faults wait on
+ * it: its agent may be stopped (a debugger; LeakSanitizer stops every
+ * thread and then reads every page), and would never commit.  The pages
+ * those faults want were dropped already (they are missing), so their
+ * contents are in staging: serve them as the agent's own, left out of the
+ * commit.  Called once per loop turn while it lasts.
+ */
+void evict_serve_stuck(struct target *t)
+{
+	struct batch *b = t->batch;
+	struct uffd_msg *msgs;
+	uint32_t n, slot;
+
+	if (!b || !b->ndeferred || now_usec() - b->started_usec < FAULT_THROTTLE_USEC)
+		return;
+	msgs = b->deferred;
+	n = b->ndeferred;
+	b->deferred = NULL;
+	b->ndeferred = b->deferred_cap = 0;
+	for (uint32_t i = 0; i < n && !t->dead; i++) {
+		uint64_t addr = msgs[i].arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
+		int r;
+
+		if (evict_in_flight(t, addr, &slot))
+			r = evict_serve_agent_fault(t, addr, slot);
+		else
+			r = fault_serve(t, &msgs[i]);
+		if (r == -EAGAIN && evict_defer_fault(t, &msgs[i]) < 0)
+			uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again */
+	}
+	free(msgs);
+}
+
+/*
  * Our agent wrote to a page of its own batch (something between it and the
  * kernel, an interposed library or a sanitizer, touched app memory).  It
  * must not wait on itself: veto the drop of that page (the agent checks right

@@ -210,7 +210,25 @@ static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
 	}
 }
 
-static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
+/* Holds a fault of a process over its limit (reclaim_throttle). */
+static int fault_throttle(struct target *t, const struct uffd_msg *msg)
+{
+	if (t->nthrottled == t->throttled_cap) {
+		uint32_t cap = t->throttled_cap ? t->throttled_cap * 2 : 16;
+		struct uffd_msg *n = realloc(t->throttled, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->throttled = n;
+		t->throttled_cap = cap;
+	}
+	if (!t->nthrottled)
+		t->throttled_usec = now_usec();
+	t->throttled[t->nthrottled++] = *msg;
+	return 0;
+}
+
+static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool may_throttle)
 {
 	uint64_t addr = msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
 	pid_t ptid = (pid_t)msg->arg.pagefault.feat.ptid;
@@ -247,11 +265,14 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg)
 			return;
 		}
 	}
-	/* Far over its limit: wait for the batch in flight, once (the commit
-	 * serves deferred faults without asking again).  Never the agent:
-	 * the batch waits on it. */
-	if (t->batch && ptid != t->agent_tid && reclaim_throttle(t) &&
-	    evict_defer_fault(t, msg) == 0) {
+	/* Far over its limit: wait for the batch in flight to commit, once,
+	 * and never longer than FAULT_THROTTLE_USEC; not at all on a batch
+	 * that old: its agent may be stopped (a debugger; LeakSanitizer's
+	 * stop-the-world reading every page).  Never the agent itself: the
+	 * batch waits on it. */
+	if (may_throttle && t->batch && ptid != t->agent_tid &&
+	    now_usec() - t->batch->started_usec < FAULT_THROTTLE_USEC && reclaim_throttle(t) &&
+	    fault_throttle(t, msg) == 0) {
 		t->d->st.faults_deferred++;
 		t->d->st.faults_throttled++;
 		return;
@@ -266,7 +287,7 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 
 	switch (msg->event) {
 	case UFFD_EVENT_PAGEFAULT:
-		fault_pagefault(t, msg);
+		fault_pagefault(t, msg, true);
 		break;
 	case UFFD_EVENT_FORK:
 		log_debug("pid %d: fork event", (int)t->pid);
@@ -336,6 +357,40 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 	}
 }
 
+/* Faults that wait on a batch: throttled ones, or ones on its pages. */
+bool fault_throttled_pending(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (!t->dead && (t->nthrottled || (t->batch && t->batch->ndeferred)))
+			return true;
+	return false;
+}
+
+/*
+ * Once per loop turn: the held faults whose batch committed or whose time
+ * is up, and those on the pages of a batch that does not commit.
+ */
+void fault_release_throttled(struct daemon *d)
+{
+	uint64_t now = now_usec();
+
+	for (struct target *t = d->targets; t; t = t->next) {
+		struct uffd_msg *msgs = t->throttled;
+		uint32_t n = t->nthrottled;
+
+		if (!t->dead)
+			evict_serve_stuck(t);
+		if (!n || t->dead ||
+		    (t->batch && !d->stopping && now - t->throttled_usec < FAULT_THROTTLE_USEC))
+			continue;
+		t->throttled = NULL;
+		t->nthrottled = t->throttled_cap = 0;
+		for (uint32_t i = 0; i < n && !t->dead; i++)
+			fault_pagefault(t, &msgs[i], false);
+		free(msgs);
+	}
+}
+
 bool fault_retry_pending(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
@@ -356,7 +411,7 @@ void fault_retry_all(struct daemon *d)
 		t->retry = NULL;
 		t->nretry = t->retry_cap = 0;
 		for (uint32_t i = 0; i < n && !t->dead; i++)
-			fault_pagefault(t, &msgs[i]);
+			fault_pagefault(t, &msgs[i], true);
 		free(msgs);
 		if (!t->nretry)
 			fault_hold_agent(t, false);

@@ -122,10 +122,11 @@ int loop_run(struct daemon *d)
 	int n;
 
 	for (;;) {
-		timeout = reclaim_picking(d)	  ? 0
-			  : fault_retry_pending(d) ? LOOP_RETRY_USEC
-			  : loop_any_limit(d)	  ? LOOP_LIMIT_MS * 1000
-						  : LOOP_TICK_MS * 1000;
+		timeout = reclaim_picking(d)	      ? 0
+			  : fault_retry_pending(d)     ? LOOP_RETRY_USEC
+			  : fault_throttled_pending(d) ? FAULT_THROTTLE_USEC / 10
+			  : loop_any_limit(d)	      ? LOOP_LIMIT_MS * 1000
+						      : LOOP_TICK_MS * 1000;
 		if (d->stopping)
 			timeout = 10000;
 		n = loop_wait(d, evs, timeout);
@@ -140,6 +141,7 @@ int loop_run(struct daemon *d)
 			w->fn(d, w, evs[i].events);
 		}
 		fault_retry_all(d);
+		fault_release_throttled(d);
 		reclaim_continue(d);
 		wb_run(d);
 		loop_compact(d);

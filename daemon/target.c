@@ -413,6 +413,7 @@ static void target_free(struct target *t)
 	loadlog_free(&t->loads_log);
 	hot_free(&t->poor);
 	free(t->retry);
+	free(t->throttled);
 	free(t);
 }
 

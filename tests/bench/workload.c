@@ -540,5 +540,7 @@ int main(int argc, char **argv)
 			       bad ? "CORRUPT" : "every page verified");
 		}
 	}
+	free(s.hash);
+	munmap(s.mem, s.npages * PAGE);
 	return bad ? 1 : 0;
 }

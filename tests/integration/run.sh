@@ -271,6 +271,52 @@ t_limit_fast() {
 	[ "$max" -le $((220 * 1024 * 106 / 100)) ]
 }
 
+t_agent_stopped() {
+	no_rss_under_tsan
+	# The agent thread stopped while the app goes on faulting under a limit
+	# (a debugger; LeakSanitizer stops every thread, then reads every page):
+	# its batch cannot commit.  Faults must not wait on it: none is held for
+	# being over the limit once the batch is FAULT_THROTTLE_USEC old, and a
+	# fault on a page the agent had already dropped is served from staging.
+	# Here the agent alone is stopped (ptrace SEIZE + INTERRUPT) for 3 s;
+	# loads must go on meanwhile (a fault held for 10 ms each would allow
+	# 200 in 2 s), and every page is verified at the end.  Reads only: a
+	# write to a page of the batch still waits for the commit, since
+	# lifting its protection while the agent may yet drop it would lose
+	# the write (LeakSanitizer only reads).
+	local pid agent served
+	LD_PRELOAD=$SHIM "$B/tests/workload" --size 256 --seconds 10 --warmup 0 --write-pct 0 \
+		>"$TMP/stopped.out" &
+	pid=$!
+	for _ in $(seq 100); do "$CTL" list | grep -qw "$pid" && break; sleep 0.02; done
+	"$CTL" limit "$pid" 64M
+	sleep 2
+	agent=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n1)
+	served=$(python3 - "$agent" "$CTL" <<'EOF'
+import ctypes, os, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+tid, ctl = int(sys.argv[1]), sys.argv[2]
+def loads():
+    out = subprocess.run([ctl, "stats"], capture_output=True, text=True).stdout
+    return int(next(l.split()[1] for l in out.splitlines() if l.split()[0] == "loads"))
+if libc.ptrace(PTRACE_SEIZE, tid, None, None) or libc.ptrace(PTRACE_INTERRUPT, tid, None, None):
+    sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
+os.waitpid(tid, 0x40000000)  # __WALL: until it is stopped
+time.sleep(0.5)
+a = loads()
+time.sleep(2)
+print(loads() - a)
+time.sleep(0.5)
+libc.ptrace(PTRACE_DETACH, tid, None, None)
+EOF
+	) || return 1
+	wait $pid || return 1
+	echo "result: agent of a 256 MiB process stopped for 3 s under a 64M limit: $served pages loaded in 2 s of it; $(cat "$TMP/stopped.out")"
+	[ "$served" -ge 1000 ]
+}
+
 t_poor_remembered() {
 	no_rss_under_tsan
 	# A limit the process cannot reach: 1/8 of its pages are random and stay
@@ -663,6 +709,7 @@ run access_control t_access_control
 run stress_ng t_stress_ng
 run limit t_limit
 run limit_fast t_limit_fast
+run agent_stopped t_agent_stopped
 run poor_remembered t_poor_remembered
 run default_limit t_default_limit
 run idle_evict t_idle_evict
