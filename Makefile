@@ -4,7 +4,7 @@
 #   make check        unit tests (Check) and integration tests (real daemon, real processes)
 #   make asan / tsan  the same tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make install      PREFIX=/usr/local DESTDIR=
-#   make bench        every benchmark, side by side with kernel swap/zswap (~40 min)
+#   make bench        every benchmark, side by side with kernel swap/zswap (~45 min)
 #   make bench-quick  a short side-by-side benchmark (see tests/bench/run.sh)
 #   V=1               show full commands
 

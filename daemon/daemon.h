@@ -329,6 +329,8 @@ int fault_copy_page(struct target *t, uint64_t addr, const void *page);
 void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
 int fault_serve(struct target *t, const struct uffd_msg *msg);
 void fault_retry_all(struct daemon *d);
+/* Appends msg to a growing array of faults; -ENOMEM leaves it as it was. */
+int fault_msgs_push(struct uffd_msg **msgs, uint32_t *n, uint32_t *cap, const struct uffd_msg *msg);
 bool fault_retry_pending(const struct daemon *d);
 #define FAULT_THROTTLE_USEC 10000 /* longest a fault waits for being over the limit */
 void fault_release_throttled(struct daemon *d);

@@ -220,17 +220,7 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
 {
 	struct batch *b = t->batch;
 
-	if (b->ndeferred == b->deferred_cap) {
-		uint32_t cap = b->deferred_cap ? b->deferred_cap * 2 : 16;
-		struct uffd_msg *n = realloc(b->deferred, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		b->deferred = n;
-		b->deferred_cap = cap;
-	}
-	b->deferred[b->ndeferred++] = *msg;
-	return 0;
+	return fault_msgs_push(&b->deferred, &b->ndeferred, &b->deferred_cap, msg);
 }
 
 static int evict_copy_back(struct target *t, uint64_t addr, const void *page)

@@ -84,20 +84,25 @@ static void fault_hold_agent(struct target *t, bool hold)
 				 __ATOMIC_RELEASE);
 }
 
+int fault_msgs_push(struct uffd_msg **msgs, uint32_t *n, uint32_t *cap, const struct uffd_msg *msg)
+{
+	if (*n == *cap) {
+		uint32_t c = *cap ? *cap * 2 : 16;
+		struct uffd_msg *m = realloc(*msgs, c * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		*msgs = m;
+		*cap = c;
+	}
+	(*msgs)[(*n)++] = *msg;
+	return 0;
+}
+
 static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
 {
 	fault_hold_agent(t, true);
-	if (t->nretry == t->retry_cap) {
-		uint32_t cap = t->retry_cap ? t->retry_cap * 2 : 16;
-		struct uffd_msg *n = realloc(t->retry, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->retry = n;
-		t->retry_cap = cap;
-	}
-	t->retry[t->nretry++] = *msg;
-	return 0;
+	return fault_msgs_push(&t->retry, &t->nretry, &t->retry_cap, msg);
 }
 
 /*
@@ -213,19 +218,9 @@ static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
 /* Holds a fault of a process over its limit (reclaim_throttle). */
 static int fault_throttle(struct target *t, const struct uffd_msg *msg)
 {
-	if (t->nthrottled == t->throttled_cap) {
-		uint32_t cap = t->throttled_cap ? t->throttled_cap * 2 : 16;
-		struct uffd_msg *n = realloc(t->throttled, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->throttled = n;
-		t->throttled_cap = cap;
-	}
 	if (!t->nthrottled)
 		t->throttled_usec = now_usec();
-	t->throttled[t->nthrottled++] = *msg;
-	return 0;
+	return fault_msgs_push(&t->throttled, &t->nthrottled, &t->throttled_cap, msg);
 }
 
 static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool may_throttle)

@@ -256,16 +256,14 @@ uint64_t target_hot_window_ms(const struct target *t)
  */
 void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 {
-	uint64_t now_ms = now_usec() / 1000;
+	uint64_t now_ms = now_usec() / 1000, seen_ms;
 	uint32_t distance = (uint32_t)t->stores - e->stored_at;
 	uint64_t per_cycle = t->rss_pages / (distance ? distance : 1);
 	struct loadlog_entry le = {
 		.pgno = addr >> ZS_PAGE_SHIFT,
 		.when_ms = now_ms,
-		.chances = per_cycle < 1 ? 0 : per_cycle > TARGET_MAX_CHANCES ? TARGET_MAX_CHANCES : (uint32_t)per_cycle,
+		.chances = per_cycle > TARGET_MAX_CHANCES ? TARGET_MAX_CHANCES : (uint32_t)per_cycle,
 	};
-
-	uint64_t seen_ms;
 
 	/* Back twice within one millisecond: the entry logged for the first
 	 * return stands for both (two live entries of one page could put it

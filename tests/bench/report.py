@@ -604,6 +604,7 @@ set key top left
 set xlabel 'N concurrent jobs of {size} MiB (memory demand / budget)'
 set ylabel 'runtime, s (log scale)'
 set xtics ({xt})
+set xrange [{ns[0] - 1}:{ns[-1] + 2}]
 set title 'N jobs under one {budget} MiB budget: time until the last one is done'
 plot {", ".join(plots)}
 """

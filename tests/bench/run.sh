@@ -6,7 +6,7 @@
 #
 #   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis]
 #
-# With no part named: `make bench` runs all five (about 40 minutes),
+# With no part named: `make bench` runs all five (about 45 minutes),
 # `make bench-quick` (--quick) micro and compare on smaller sizes (under 3).
 # --micro-only, --compare-only and --writeback are the older names of
 # micro, compare and writeback.
@@ -64,7 +64,8 @@
 #
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
-# keeps the raw per-case figures there (report.py --cases DIR re-reads them).
+# keeps the raw per-case figures there, a directory per part
+# (report.py --cases DIR/cases re-reads compare's).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -166,7 +167,9 @@ cleanup() {
 	cgroup_remove
 	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
 	rm -f "$STATE"
-	[ -n "${BENCH_KEEP:-}" ] && [ -d "$TMP/cases" ] && rm -rf "$BENCH_KEEP" && cp -r "$TMP/cases" "$BENCH_KEEP"
+	# every part's raw figures: cases (compare), wbcases, wcases, rcases
+	[ -n "${BENCH_KEEP:-}" ] && rm -rf "$BENCH_KEEP" && mkdir -p "$BENCH_KEEP" &&
+		cp -r "$TMP"/*cases "$BENCH_KEEP"/ 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -228,6 +231,32 @@ stop_daemon() {
 	wait "$DPID" || echo "bench: zswapd exited with $?" >&2
 	state_drop_pid "$DPID"
 	DPID=
+}
+
+# The end of every case: the daemon stopped (its log kept), the kernel's
+# setup undone, a failure shouted with the tails of LOGs.  STATUS is ok,
+# OOM-killed... or what went wrong; CASE_STATUS is set to it, with
+# "; zswapd died" added if the daemon did.
+case_end() {  # MODE NAME STATUS LOG...
+	local mode=$1 name=$2 f
+	CASE_STATUS=$3
+	shift 3
+	if [ "$mode" = zswapd ] && [ -n "$DPID" ]; then
+		alive "$DPID" || CASE_STATUS="$CASE_STATUS; zswapd died"
+		stop_daemon
+		cp "$TMP/daemon.log" "$CASE/daemon.log"
+	fi
+	case $mode in swap | zswap) kernel_teardown ;; esac
+	case $CASE_STATUS in
+	ok | OOM-killed*) ;;
+	*)
+		FAILED=1
+		echo "bench: !!!!! $name: $CASE_STATUS !!!!!" >&2
+		for f; do tail -n 10 "$f"; done | sort | uniq -c | sort -rn | head -n 20 >&2
+		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
+		;;
+	esac
+	return 0
 }
 
 host="$(nproc) vCPU $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1), $(uname -r)"
@@ -465,7 +494,7 @@ run_case() {
 	local -a wl=("$B/workload" --size "$SIZE" --seconds "$SECS" --warmup "$WARMUP"
 		--pattern hotcold --hot-pct 20 --hot-access-pct 80 --write-pct 50 --handshake --json)
 	NCASE=$((NCASE + 1))
-	CASE=$TMP/cases/$(printf %02d $NCASE)
+	CASE=$TMP/$CASES/$(printf %02d $NCASE)
 	mkdir -p "$CASE"
 	echo "bench: [$NCASE/$NCASES] $name${budget:+, budget $budget MiB}" >&2
 
@@ -535,22 +564,8 @@ run_case() {
 	else
 		status="failed (exit $rc)"
 	fi
-	if [ "$mode" = zswapd ]; then
-		[ -n "$DPID" ] && ! alive "$DPID" && status="$status; zswapd died"
-		[ -n "$DPID" ] && stop_daemon
-		cp "$TMP/daemon.log" "$CASE/daemon.log"
-	fi
-	case $mode in swap | zswap) kernel_teardown ;; esac
-
-	case $status in
-	ok | OOM-killed) ;;
-	*)
-		FAILED=1
-		echo "bench: !!!!! $name${budget:+ at $budget MiB}: $status !!!!!" >&2
-		tail -n 20 "$CASE/workload.err" >&2
-		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
-		;;
-	esac
+	case_end "$mode" "$name${budget:+ at $budget MiB}" "$status" "$CASE/workload.err"
+	status=$CASE_STATUS
 	cat >"$CASE/meta" <<EOF
 name=$name
 mode=$mode
@@ -575,7 +590,7 @@ run_compare() {
 	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
 	HAVE_LIMIT=0
 	"$B/zswapctl" --help 2>&1 | grep -q '^ *limit ' && HAVE_LIMIT=1
-	FAILED=0 NCASE=0
+	FAILED=0 NCASE=0 CASES=cases   # each part its own directory of cases
 	local budgets="$((SIZE / 2)) $((SIZE / 4))" kernel=1
 	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
 	NCASES=$((1 + 2 * ($(echo $comps | wc -w) + 2 * kernel)))
@@ -629,7 +644,7 @@ run_writeback() {
 	# not above P, at least 1 (which on a big machine is far above P).
 	pct=$((pool * 100 / MEMTOTAL_MIB))
 	[ $pct -ge 1 ] || pct=1
-	FAILED=0 NCASE=0
+	FAILED=0 NCASE=0 CASES=wbcases
 	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
 	NCASES=$((1 + 2 * kernel))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -651,7 +666,7 @@ run_writeback() {
 	rm -f "$SWAPFILE" "$WBFILE"
 
 	local cmd="tests/bench/run.sh${*:+ $*}"
-	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/cases" --out "$OUT" \
+	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/wbcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap files on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE, $WBFILE)" \
 		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
 		--warmup "$WARMUP" --budget "$budget" --pool-cap "$pool" --zswap-pool-pct "$pct" \
@@ -785,21 +800,8 @@ run_workers_case() {  # NAME MODE N
 	else
 		status="failed ($other of $n)"
 	fi
-	if [ "$mode" = zswapd ]; then
-		alive "$DPID" || status="$status; zswapd died"
-		stop_daemon
-		cp "$TMP/daemon.log" "$CASE/daemon.log"
-	fi
-	case $mode in swap | zswap) kernel_teardown ;; esac
-	case $status in
-	ok | OOM-killed*) ;;
-	*)
-		FAILED=1
-		echo "bench: !!!!! workers $name N=$n: $status !!!!!" >&2
-		for i in $(seq "$n"); do tail -n 3 "$CASE/w$i.err"; done | sort | uniq -c | head -n 20 >&2
-		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
-		;;
-	esac
+	case_end "$mode" "workers $name N=$n" "$status" "$CASE"/w*.err
+	status=$CASE_STATUS
 	{
 		echo "name=$name"
 		echo "mode=$mode"
@@ -946,22 +948,9 @@ run_redis_case() {  # NAME MODE [wb]
 	if [ "$status" != ok ] && [ "$status" != CORRUPT ] && [ "${oom:-0}" -gt 0 ]; then
 		status=OOM-killed
 	fi
-	if [ "$mode" = zswapd ]; then
-		alive "$DPID" || status="$status; zswapd died"
-		stop_daemon
-		cp "$TMP/daemon.log" "$CASE/daemon.log"
-		rm -f "$WBFILE"
-	fi
-	case $mode in swap | zswap) kernel_teardown ;; esac
-	case $status in
-	ok | OOM-killed) ;;
-	*)
-		FAILED=1
-		echo "bench: !!!!! redis $name: $status !!!!!" >&2
-		tail -n 20 "$CASE/redis.log" >&2
-		[ -f "$CASE/daemon.log" ] && tail -n 20 "$CASE/daemon.log" >&2
-		;;
-	esac
+	case_end "$mode" "redis $name" "$status" "$CASE/redis.log"
+	status=$CASE_STATUS
+	rm -f "$WBFILE"
 	{
 		echo "name=$name"
 		echo "mode=$mode"
