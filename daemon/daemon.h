@@ -353,6 +353,8 @@ void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
+/* In flight for FAULT_THROTTLE_USEC or more: its agent may be stopped. */
+bool evict_batch_stuck(const struct target *t);
 void evict_serve_stuck(struct target *t);
 
 /* reclaim.c */

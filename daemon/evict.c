@@ -265,6 +265,11 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 	return r == -EEXIST ? 0 : r;
 }
 
+bool evict_batch_stuck(const struct target *t)
+{
+	return t->batch && now_usec() - t->batch->started_usec >= FAULT_THROTTLE_USEC;
+}
+
 /*
  * The batch has been in flight for FAULT_THROTTLE_USEC and faults wait on
  * it: its agent may be stopped (a debugger; LeakSanitizer stops every
@@ -279,7 +284,7 @@ void evict_serve_stuck(struct target *t)
 	struct uffd_msg *msgs;
 	uint32_t n, slot;
 
-	if (!b || !b->ndeferred || now_usec() - b->started_usec < FAULT_THROTTLE_USEC)
+	if (!evict_batch_stuck(t) || !b->ndeferred)
 		return;
 	msgs = b->deferred;
 	n = b->ndeferred;
@@ -434,6 +439,16 @@ static int evict_pick_new(struct target *t)
 	return 0;
 }
 
+/* The second pass as a sweep: from where the first began, hot pages in. */
+static void evict_pick_hot_in(struct pick *p)
+{
+	p->from_log = false;
+	p->hot_in = true;
+	p->res = (struct vmscan_result){ 0 };
+	p->cursor = p->start;
+	p->scanned = 0;
+}
+
 static int evict_cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -531,12 +546,7 @@ static int evict_pick(struct target *t)
 			return 0;
 		if (p->res.npages)
 			return 1;
-		/* Nothing left in the log: the sweep, hot pages in. */
-		p->from_log = false;
-		p->hot_in = true;
-		p->res = (struct vmscan_result){ 0 };
-		p->cursor = p->start;
-		p->scanned = 0;
+		evict_pick_hot_in(p); /* nothing left in the log */
 	}
 	left = p->total - p->scanned;
 	/* One pass scans at most one sweep of the address space, passing over
@@ -570,10 +580,7 @@ static int evict_pick(struct target *t)
 			p->from_log = true; /* keeping what this pass found */
 			return 0;
 		}
-		p->hot_in = true;
-		p->res = (struct vmscan_result){ 0 };
-		p->cursor = p->start;
-		p->scanned = 0;
+		evict_pick_hot_in(p);
 		return 0;
 	}
 	t->scan_cursor = p->cursor;

@@ -265,9 +265,8 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	 * that old: its agent may be stopped (a debugger; LeakSanitizer's
 	 * stop-the-world reading every page).  Never the agent itself: the
 	 * batch waits on it. */
-	if (may_throttle && t->batch && ptid != t->agent_tid &&
-	    now_usec() - t->batch->started_usec < FAULT_THROTTLE_USEC && reclaim_throttle(t) &&
-	    fault_throttle(t, msg) == 0) {
+	if (may_throttle && t->batch && !evict_batch_stuck(t) && ptid != t->agent_tid &&
+	    reclaim_throttle(t) && fault_throttle(t, msg) == 0) {
 		t->d->st.faults_deferred++;
 		t->d->st.faults_throttled++;
 		return;

@@ -162,18 +162,18 @@ static uint64_t reclaim_slack(uint64_t limit)
 	return limit / 64 > 256 * 1024 ? limit / 64 : 256 * 1024;
 }
 
-/*
- * The limit in force: the operator's, else default_limit_percent of the
- * process's anonymous memory (resident + evicted), so that a process that
- * grows keeps that share resident and the coldest of the rest goes.  Never
- * below 1 MiB: the floor `zswapctl limit` has.  0 = none.
- */
 /* Whether a limit, the operator's or the default, applies to t. */
 bool reclaim_limited(const struct target *t)
 {
 	return t->limit_set ? t->limit_bytes != 0 : t->d->cfg.default_limit_percent != 0;
 }
 
+/*
+ * The limit in force: the operator's, else default_limit_percent of the
+ * process's anonymous memory (resident + evicted), so that a process that
+ * grows keeps that share resident and the coldest of the rest goes.  Never
+ * below 1 MiB: the floor `zswapctl limit` has.  0 = none.
+ */
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 {
 	uint64_t pct = t->d->cfg.default_limit_percent, limit;
