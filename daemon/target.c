@@ -267,12 +267,16 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 
 	/* Back twice within one millisecond: the entry logged for the first
 	 * return stands for both (two live entries of one page could put it
-	 * twice into one batch).  Out of memory, the page is just not in the
-	 * log: the sweep still sees it. */
+	 * twice into one batch). */
 	if (hot_when(&t->hot, le.pgno, &seen_ms) && seen_ms == now_ms)
 		return;
 	hot_note(&t->hot, le.pgno, now_ms, target_hot_window_ms(t));
-	(void)loadlog_push(&t->loads_log, &le);
+	/* Only a limit takes from the log and so keeps it short: a process
+	 * without one would grow it by every page it got back, to 16 MiB of
+	 * the daemon's locked memory.  Out of memory, the page is just not
+	 * in the log: the sweep still sees it. */
+	if (reclaim_limited(t))
+		(void)loadlog_push(&t->loads_log, &le);
 }
 
 uint64_t target_hot_pages(const struct target *t)
