@@ -43,6 +43,9 @@ struct uffdio_move {
 #define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
 #define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
 #endif
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+#endif
 
 #ifndef UFFDIO_POISON
 struct uffdio_poison {

@@ -122,7 +122,7 @@ struct batch_run {
 	uint64_t addr;
 	uint32_t npages;
 	uint32_t slot;
-	uint64_t drop_cursor; /* next address our own MADV_DONTNEED will report in a REMOVE event */
+	uint64_t drop_cursor; /* next address the agent's MADV_DONTNEED will report in a REMOVE event */
 };
 
 /* An mremap seen while a batch was in flight: applied to its pages at commit. */
@@ -150,6 +150,11 @@ struct batch {
 	struct uffd_msg *deferred; /* faults on the batch's pages, served at commit */
 	uint32_t ndeferred, deferred_cap;
 	uint64_t started_usec;
+	/* Once the agent is done (ZS_EVICT_DONE), the commit runs a slice of
+	 * pages per loop turn, faults served in between. */
+	int32_t *dropped;   /* per run: pages the agent dropped, or -errno; NULL until done */
+	uint8_t *committed; /* per slot: the commit has dealt with it (stored, refused, skipped) */
+	uint32_t commit_run, commit_page; /* where the commit goes on */
 };
 
 /* The next batch being chosen, one chunk of address space per loop turn. */
@@ -211,7 +216,11 @@ struct target {
 	 * a range mapped meanwhile waits for the next read. */
 	struct vma *vmas;
 	size_t nvmas;
-	uint64_t vmas_usec; /* when read; 0 = read again */
+	uint64_t vmas_usec; /* when checked against maps; 0 = read smaps again */
+	uint64_t smaps_usec; /* when vmas came from smaps */
+	char *maps;	     /* /proc/PID/maps as it was then: unchanged, vmas stand */
+	struct vma *registered; /* ranges we registered, sorted: the layout has not changed since */
+	size_t nregistered, registered_cap;
 	struct pick *pick;  /* a batch being chosen, or NULL */
 	/* Forked while this parent had a batch in flight: until it commits,
 	 * our missing faults may be on its pages in flight, so they wait. */
@@ -342,10 +351,14 @@ int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
 #define EVICT_PICKING 2
 int evict_start(struct target *t);
 void evict_pick_free(struct target *t);
+void evict_forget_layout(struct target *t);
 void evict_forget_child(struct daemon *d, struct target *child);
 int evict_done(struct target *t, const struct zs_evict_done *done);
 void evict_abort(struct target *t);
+bool evict_committing(const struct daemon *d);
+void evict_commit_all(struct daemon *d);
 bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot);
+bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot);
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end);
 void evict_note_discard(struct target *t, uint64_t start, uint64_t end);
 int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len);

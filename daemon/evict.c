@@ -13,17 +13,21 @@
  *      fault, which we leave pending;
  *   2. ZS_EVICT: the agent copies the pages into the shared staging memfd
  *      with process_vm_readv (on itself: a vanished range is EFAULT, not
- *      SIGSEGV) and drops them with MADV_DONTNEED;
- *   3. ZS_EVICT_DONE: compress from staging into entries, index them, put
+ *      SIGSEGV) and takes them out: UFFDIO_MOVE into its scratch area (one
+ *      ioctl, no event), or MADV_DONTNEED on kernels without it;
+ *   3. ZS_EVICT_DONE: compress from staging into entries and index them, a
+ *      slice of pages per loop turn (faults are served in between), put
  *      back the pages that were refused (UFFDIO_COPY from staging), lift the
  *      write-protection, which wakes the writers: they fault again on a
  *      missing page and are served the entry they just missed.
  *
  * Meanwhile the app may do anything, and every case is kept exact:
  *  - a read of a dropped page is a missing fault: it waits for the commit
- *    (deferred), except the agent's own, which is served at once;
- *  - our own MADV_DONTNEED reports REMOVE events: recognised by address, in
- *    order, per run (drop_cursor), and not treated as the app's discard;
+ *    (deferred), except the agent's own, which is served at once, and one
+ *    on a page committed already, served from the index;
+ *  - the agent's own MADV_DONTNEED reports REMOVE events: of its scratch
+ *    area only, or where it has no UFFDIO_MOVE, of the runs, recognised by
+ *    address, in order, per run (drop_cursor); not the app's discards;
  *  - the app's discard (REMOVE, UNMAP) of a page in flight marks it dead:
  *    it is not committed, so a later touch reads zeros as Linux promises;
  *  - mremap moves pages in flight: the commit indexes them where they went;
@@ -47,9 +51,11 @@
 #include "vmscan.h"
 
 #define EVICT_MAX_RUNS 512
-#define EVICT_VMAS_TTL_USEC 1000000 /* smaps is read at most this often per target */
-#define EVICT_PICK_CHUNK 16384	     /* pages of address space looked at per loop turn: ~0.3 ms */
+#define EVICT_VMAS_TTL_USEC 1000000   /* maps is read at most this often per target */
+#define EVICT_SMAPS_TTL_USEC 10000000 /* smaps at most this long unread while maps is unchanged */
+#define EVICT_PICK_CHUNK 4096	     /* pages of address space looked at per loop turn: ~0.1 ms */
 #define EVICT_LOG_LOOKS 4	     /* log entries looked at per batch page, at most */
+#define EVICT_COMMIT_SLICE 8	     /* pages committed per loop turn: ~60 us, a fault's wait at most */
 
 static void batch_free(struct batch *b)
 {
@@ -59,15 +65,39 @@ static void batch_free(struct batch *b)
 	free(b->dead);
 	free(b->restored);
 	free(b->deferred);
+	free(b->dropped);
+	free(b->committed);
 	free(b);
 }
 
-/* Which run and staging slot hold addr, if it is in the batch in flight. */
+/*
+ * Where the batch found the page that is at addr now, undoing the app's
+ * mremaps since, latest first; false if what is at addr now came after the
+ * batch's page moved away (the place was vacated, then mapped again).
+ */
+static bool batch_untranslate(const struct batch *b, uint64_t *addr)
+{
+	for (uint32_t i = b->nremaps; i-- > 0;) {
+		const struct batch_remap *m = &b->remaps[i];
+
+		if (*addr >= m->to && *addr < m->to + m->len)
+			*addr = m->from + (*addr - m->to);
+		else if (*addr >= m->from && *addr < m->from + m->len)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Which run and staging slot hold the page now at addr, if it is in the
+ * batch in flight.  A fault on a page the agent dropped, at the place an
+ * mremap moved it to, must find it here: it has no entry before the commit.
+ */
 bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 {
 	const struct batch *b = t->batch;
 
-	if (!b)
+	if (!b || !batch_untranslate(b, &addr))
 		return false;
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		const struct batch_run *run = &b->runs[i];
@@ -81,10 +111,34 @@ bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 	return false;
 }
 
+/*
+ * A page the commit has dealt with is an evicted page like any other (or a
+ * resident one again): faults on it are served from the index, not staging.
+ */
+bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
+{
+	return evict_in_flight(t, addr, ret_slot) && !t->batch->committed[*ret_slot];
+}
+
+/*
+ * Whether a REMOVE event is the agent's own drop rather than the app's
+ * discard.  An agent that moves pages out (UFFDIO_MOVE) discards nothing but
+ * its scratch area.  One that drops them with MADV_DONTNEED reports each
+ * run's pages in order: recognised by address, per run (drop_cursor).
+ */
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
 	struct batch *b = t->batch;
+	const volatile uint64_t *scratch;
+	uint64_t scratch_start, scratch_len;
 
+	if (!t->staging)
+		return false;
+	scratch = ZS_STAGING_SCRATCH(t->staging, t->staging_pages);
+	scratch_len = __atomic_load_n(&scratch[1], __ATOMIC_ACQUIRE);
+	scratch_start = __atomic_load_n(&scratch[0], __ATOMIC_ACQUIRE);
+	if (scratch_len)
+		return start >= scratch_start && end <= scratch_start + scratch_len;
 	if (!b)
 		return false;
 	for (uint32_t i = 0; i < b->nruns; i++) {
@@ -267,7 +321,8 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 
 bool evict_batch_stuck(const struct target *t)
 {
-	return t->batch && now_usec() - t->batch->started_usec >= FAULT_THROTTLE_USEC;
+	return t->batch && !t->batch->dropped &&
+	       now_usec() - t->batch->started_usec >= FAULT_THROTTLE_USEC;
 }
 
 /*
@@ -294,7 +349,7 @@ void evict_serve_stuck(struct target *t)
 		uint64_t addr = msgs[i].arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
 		int r;
 
-		if (evict_in_flight(t, addr, &slot))
+		if (evict_in_staging(t, addr, &slot))
 			r = evict_serve_agent_fault(t, addr, slot);
 		else
 			r = fault_serve(t, &msgs[i]);
@@ -320,16 +375,62 @@ int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot)
 	return uffd_unprotect(t, addr, ZS_PAGE_SIZE);
 }
 
+static size_t evict_registered_at(const struct target *t, uint64_t start)
+{
+	size_t lo = 0, hi = t->nregistered;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->registered[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * UFFDIO_REGISTER takes the target's mmap lock for writing, which stops its
+ * page faults, and a batch of scattered pages has a run in most chunks: so
+ * each range is registered once, and again only after the layout changed
+ * (an unmap or mremap event forgets them all).  A range that was
+ * unregistered behind our back fails the write-protect that follows, and
+ * the run is skipped: nothing is lost.
+ */
 static int evict_register(struct target *t, uint64_t start, uint64_t end)
 {
 	struct uffdio_register reg = {
 		.range = { .start = start, .len = end - start },
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
 	};
+	size_t i = evict_registered_at(t, start);
 
+	if (i < t->nregistered && t->registered[i].start == start && t->registered[i].end == end)
+		return 0;
 	if (ioctl(t->uffd_w.fd, UFFDIO_REGISTER, &reg) < 0)
 		return -errno;
+	if (t->nregistered == t->registered_cap) {
+		size_t cap = t->registered_cap ? t->registered_cap * 2 : 64;
+		struct vma *v = realloc(t->registered, cap * sizeof(*v));
+
+		if (!v)
+			return 0; /* registered, just not remembered */
+		t->registered = v;
+		t->registered_cap = cap;
+	}
+	memmove(t->registered + i + 1, t->registered + i,
+		(t->nregistered - i) * sizeof(*t->registered));
+	t->registered[i] = (struct vma){ start, end };
+	t->nregistered++;
 	return 0;
+}
+
+void evict_forget_layout(struct target *t)
+{
+	t->vmas_usec = 0;
+	t->nregistered = 0;
+	evict_pick_free(t);
 }
 
 static int evict_protect(struct target *t, uint64_t addr, uint64_t len)
@@ -372,16 +473,47 @@ static bool evict_skip_hot(uint64_t pgno, void *ctx)
 	return true;
 }
 
-static int evict_read_vmas(struct target *t, struct vma **ret_vmas, size_t *ret_n)
+/*
+ * Which ranges may be evicted comes from smaps' VmFlags, but reading smaps
+ * walks every page table of the process: 15 ms for 1 GiB here, with every
+ * fault of every target waiting behind it.  /proc/PID/maps costs no walk:
+ * while it reads as it did, the ranges stand.  A change that leaves maps as
+ * it was (mlock or MADV_DONTFORK of a whole mapping) is seen within
+ * EVICT_SMAPS_TTL_USEC.
+ */
+static int evict_read_vmas(struct target *t)
 {
-	char path[64], *smaps = NULL;
+	char path[64], *maps = NULL, *smaps = NULL;
+	struct vma *vmas;
+	size_t nvmas;
 	int r;
 
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	r = read_full_file(path, &maps, NULL);
+	if (r < 0)
+		return r;
+	if (t->vmas_usec && t->maps && strcmp(t->maps, maps) == 0 &&
+	    now_usec() - t->smaps_usec < EVICT_SMAPS_TTL_USEC) {
+		free(maps);
+		t->vmas_usec = now_usec();
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
 	r = read_full_file(path, &smaps, NULL);
 	if (r < 0)
-		return r;
-	r = vmscan_parse(smaps, t->excl, t->nexcl, ret_vmas, ret_n);
+		goto out;
+	r = vmscan_parse(smaps, t->excl, t->nexcl, &vmas, &nvmas);
+	if (r < 0)
+		goto out;
+	free(t->vmas);
+	t->vmas = vmas;
+	t->nvmas = nvmas;
+	free(t->maps);
+	t->maps = maps;
+	maps = NULL;
+	t->vmas_usec = t->smaps_usec = now_usec();
+out:
+	free(maps);
 	free(smaps);
 	return r;
 }
@@ -406,16 +538,9 @@ static int evict_pick_new(struct target *t)
 	int r;
 
 	if (!t->vmas_usec || now_usec() - t->vmas_usec > EVICT_VMAS_TTL_USEC) {
-		struct vma *vmas;
-		size_t nvmas;
-
-		r = evict_read_vmas(t, &vmas, &nvmas);
+		r = evict_read_vmas(t);
 		if (r < 0)
 			return r;
-		free(t->vmas);
-		t->vmas = vmas;
-		t->nvmas = nvmas;
-		t->vmas_usec = now_usec();
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -651,7 +776,8 @@ int evict_start(struct target *t)
 	b->runs = calloc(res.nruns, sizeof(*b->runs));
 	b->dead = calloc(t->staging_pages, 1);
 	b->restored = calloc(t->staging_pages, 1);
-	if (!b->runs || !b->dead || !b->restored)
+	b->committed = calloc(t->staging_pages, 1);
+	if (!b->runs || !b->dead || !b->restored || !b->committed)
 		goto out;
 	b->id = ++t->d->next_batch_id;
 	b->started_usec = now_usec();
@@ -663,6 +789,13 @@ int evict_start(struct target *t)
 		r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
 		if (r == 0)
 			r = evict_protect(t, runs[i].addr, len);
+		if (r == -ENOENT && t->nregistered) {
+			/* unregistered without an event we know of: register again */
+			t->nregistered = 0;
+			r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
+			if (r == 0)
+				r = evict_protect(t, runs[i].addr, len);
+		}
 		if (r < 0) {
 			/* The mapping changed under us (munmap, mprotect): skip the run. */
 			log_debug_errno(r, "pid %d: cannot protect %#llx+%llu: %m", (int)t->pid,
@@ -829,18 +962,57 @@ static void evict_finish(struct target *t, struct batch *b)
 	batch_free(b);
 }
 
-int evict_done(struct target *t, const struct zs_evict_done *done)
+/* One page the agent dropped: stored, or put back if it cannot be. */
+static void evict_commit_one(struct target *t, struct batch *b, const struct batch_run *run,
+			     uint32_t k)
+{
+	struct reclaim *rc = t->reclaim;
+	uint32_t slot = run->slot + k;
+	const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+	uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
+	int r;
+
+	b->committed[slot] = 1;
+	if (b->restored[slot] && !b->dead[slot]) {
+		/* resident again here, but maybe not in a child */
+		evict_put_back_children(b, addr, page);
+		return;
+	}
+	if (b->dead[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
+		return; /* discarded by the app (zeros), or never dropped */
+	r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
+	if (r < 0) {
+		if (r == -E2BIG)
+			target_note_poor(t, addr);
+		evict_refuse(t, b, addr, page);
+		if (rc)
+			rc->reply.rejected_pages++;
+		return;
+	}
+	if (rc) {
+		const struct entry *e = idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT);
+
+		rc->reply.evicted_pages++;
+		rc->reply.compressed_bytes += e ? e->len : 0;
+	}
+}
+
+/*
+ * Commits up to EVICT_COMMIT_SLICE pages, then lets the loop serve faults:
+ * compressing a whole batch at once (2 ms for 256 pages) made every fault
+ * that came meanwhile wait for all of it.  Until the batch is finished its
+ * pages stay in flight: the app's discards, mremaps and forks are applied
+ * to the pages not committed yet as before, and those committed are in the
+ * index, which follows them like any entry.
+ */
+static void evict_commit_some(struct target *t)
 {
 	struct batch *b = t->batch;
-	struct reclaim *rc = t->reclaim;
-	uint64_t t0 = now_usec();
+	uint32_t budget = EVICT_COMMIT_SLICE;
 
-	if (!b || done->batch != b->id || done->nruns != b->nruns)
-		return -EBADMSG;
-
-	for (uint32_t i = 0; i < b->nruns; i++) {
-		struct batch_run *run = &b->runs[i];
-		int32_t dropped = done->result[i];
+	for (; b->commit_run < b->nruns; b->commit_run++, b->commit_page = 0) {
+		const struct batch_run *run = &b->runs[b->commit_run];
+		int32_t dropped = b->dropped[b->commit_run];
 
 		if (dropped < 0 || (uint32_t)dropped > run->npages) {
 			t->d->st.evict_errors++;
@@ -848,43 +1020,47 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 				  (unsigned long long)run->addr, strerror(dropped < 0 ? -dropped : EINVAL));
 			continue;
 		}
-		for (uint32_t k = 0; k < (uint32_t)dropped; k++) {
-			uint32_t slot = run->slot + k;
-			const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
-			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
-			int r;
-
-			if (b->restored[slot] && !b->dead[slot]) {
-				/* resident again here, but maybe not in a child */
-				evict_put_back_children(b, addr, page);
-				continue;
-			}
-			if (b->dead[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
-				continue; /* discarded by the app (zeros), or never dropped */
-			r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
-			if (r < 0) {
-				if (r == -E2BIG)
-					target_note_poor(t, addr);
-				evict_refuse(t, b, addr, page);
-				if (rc)
-					rc->reply.rejected_pages++;
-				continue;
-			}
-			if (rc) {
-				const struct entry *e = idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT);
-
-				rc->reply.evicted_pages++;
-				rc->reply.compressed_bytes += e ? e->len : 0;
-			}
+		for (; b->commit_page < (uint32_t)dropped; b->commit_page++) {
+			if (budget-- == 0)
+				return;
+			evict_commit_one(t, b, run, b->commit_page);
 		}
 	}
-	log_debug("pid %d: batch %llu: %u pages in %u runs, agent %llu us, commit %llu us",
-		  (int)t->pid, (unsigned long long)b->id, b->npages, b->nruns,
-		  (unsigned long long)(t0 - b->started_usec), (unsigned long long)(now_usec() - t0));
+	log_debug("pid %d: batch %llu: %u pages in %u runs, in flight %llu us", (int)t->pid,
+		  (unsigned long long)b->id, b->npages, b->nruns,
+		  (unsigned long long)(now_usec() - b->started_usec));
 	evict_finish(t, b);
 	if (t->reclaim)
 		reclaim_progress(t);
+}
+
+int evict_done(struct target *t, const struct zs_evict_done *done)
+{
+	struct batch *b = t->batch;
+
+	if (!b || b->dropped || done->batch != b->id || done->nruns != b->nruns)
+		return -EBADMSG;
+	b->dropped = malloc(b->nruns * sizeof(*b->dropped));
+	if (!b->dropped)
+		return -ENOMEM;
+	memcpy(b->dropped, done->result, b->nruns * sizeof(*b->dropped));
+	evict_commit_some(t);
 	return 0;
+}
+
+bool evict_committing(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (!t->dead && t->batch && t->batch->dropped)
+			return true;
+	return false;
+}
+
+void evict_commit_all(struct daemon *d)
+{
+	for (struct target *t = d->targets; t; t = t->next)
+		if (!t->dead && t->batch && t->batch->dropped)
+			evict_commit_some(t);
 }
 
 /*
@@ -908,8 +1084,8 @@ void evict_abort(struct target *t)
 			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 			const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
 
-			if (b->dead[slot])
-				continue;
+			if (b->dead[slot] || b->committed[slot])
+				continue; /* discarded, or the commit has dealt with it */
 			if (!t->dead)
 				evict_put_back(t, addr, page);
 			evict_put_back_children(b, addr, page);

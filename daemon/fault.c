@@ -13,9 +13,9 @@
  *  - EEXIST from COPY/ZEROPAGE: the page is already there; wake the waiter.
  *    ENOENT/ESRCH/EFAULT: the range or the mm went away; wake and forget.
  *
- * A missing-page fault on a page of the eviction batch in flight waits for
- * the batch to commit (evict_defer_fault) unless it comes from our own agent
- * thread, which must never wait on itself.  A write-protect fault outside a
+ * A missing-page fault on a page of the eviction batch in flight, not yet
+ * committed, waits for the batch to commit (evict_defer_fault) unless it
+ * comes from our own agent thread, which must never wait on itself.  A write-protect fault outside a
  * batch is a leftover of one (a remapped page, a forked child's copy) and is
  * simply lifted.
  */
@@ -248,7 +248,7 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 			uffd_wake(t, addr, ZS_PAGE_SIZE);
 		return;
 	}
-	if (evict_in_flight(t, addr, &slot)) {
+	if (evict_in_staging(t, addr, &slot)) {
 		if (ptid == t->agent_tid) {
 			if (evict_serve_agent_fault(t, addr, slot) == -EAGAIN &&
 			    fault_queue_retry(t, msg) < 0)
@@ -288,8 +288,7 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		target_new_child(t, (int)msg->arg.fork.ufd, &child);
 		break;
 	case UFFD_EVENT_REMAP:
-		t->vmas_usec = 0;
-		evict_pick_free(t); /* it holds addresses that moved; the loop picks again */
+		evict_forget_layout(t); /* addresses moved; the loop picks again */
 		log_debug("pid %d: remap %#llx -> %#llx +%llu", (int)t->pid,
 			  (unsigned long long)msg->arg.remap.from, (unsigned long long)msg->arg.remap.to,
 			  (unsigned long long)msg->arg.remap.len);
@@ -301,10 +300,8 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		/* the app discarded memory */
 		__attribute__((fallthrough));
 	case UFFD_EVENT_UNMAP:
-		if (msg->event == UFFD_EVENT_UNMAP) {
-			t->vmas_usec = 0;
-			evict_pick_free(t);
-		}
+		if (msg->event == UFFD_EVENT_UNMAP)
+			evict_forget_layout(t);
 		log_debug("pid %d: discard %#llx-%#llx (event %u)", (int)t->pid,
 			  (unsigned long long)msg->arg.remove.start,
 			  (unsigned long long)msg->arg.remove.end, msg->event);

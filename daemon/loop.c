@@ -122,12 +122,12 @@ int loop_run(struct daemon *d)
 	int n;
 
 	for (;;) {
-		timeout = reclaim_picking(d)	      ? 0
-			  : fault_retry_pending(d)     ? LOOP_RETRY_USEC
-			  : fault_throttled_pending(d) ? FAULT_THROTTLE_USEC / 10
-			  : loop_any_limit(d)	      ? LOOP_LIMIT_MS * 1000
-						      : LOOP_TICK_MS * 1000;
-		if (d->stopping)
+		timeout = reclaim_picking(d) || evict_committing(d) ? 0
+			  : fault_retry_pending(d)			? LOOP_RETRY_USEC
+			  : fault_throttled_pending(d)			? FAULT_THROTTLE_USEC / 10
+			  : loop_any_limit(d)				? LOOP_LIMIT_MS * 1000
+									: LOOP_TICK_MS * 1000;
+		if (d->stopping && !evict_committing(d))
 			timeout = 10000;
 		n = loop_wait(d, evs, timeout);
 		if (n < 0) {
@@ -142,6 +142,7 @@ int loop_run(struct daemon *d)
 		}
 		fault_retry_all(d);
 		fault_release_throttled(d);
+		evict_commit_all(d);
 		reclaim_continue(d);
 		wb_run(d);
 		loop_compact(d);

@@ -411,6 +411,8 @@ static void target_free(struct target *t)
 		close(t->staging_fd);
 	idx_free(t->idx, target_drop_entry, d);
 	free(t->vmas);
+	free(t->maps);
+	free(t->registered);
 	hot_free(&t->hot);
 	loadlog_free(&t->loads_log);
 	hot_free(&t->poor);

@@ -38,8 +38,11 @@
  *   daemon -> ZS_EVICT {batch, runs[]}
  *   agent     copies each run into its staging slots with process_vm_readv()
  *             on itself (a vanished range is EFAULT, never SIGSEGV), then
- *             MADV_DONTNEED of the copied pages, except those whose veto
- *             byte is set (see ZS_STAGING_VETO).
+ *             drops the copied pages, except those whose veto byte is set
+ *             (see ZS_STAGING_VETO): with UFFDIO_MOVE to its scratch area
+ *             (ZS_STAGING_SCRATCH), vetoing any page the move refuses, then
+ *             one MADV_DONTNEED of the scratch; or, on kernels without
+ *             UFFDIO_MOVE, with MADV_DONTNEED of each run, in order.
  *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dropped or -errno}
  *   daemon    compresses from staging, commits entries, lifts the
  *             write-protection (which wakes any writer that waited).
@@ -62,7 +65,7 @@
 #define ZSWAP_SOCKET_ENV "ZSWAP_SOCKET"
 
 #define ZS_MAGIC 0x5a535750u /* "ZSWP" */
-#define ZS_VERSION 1
+#define ZS_VERSION 2
 #define ZS_MSG_MAX 65536 /* whole datagram, header included */
 
 enum zs_type {
@@ -131,6 +134,16 @@ struct zs_uffd {
 #define ZS_STAGING_HOLD(staging, pages) \
 	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 8))
 #define ZS_HOLD_MAX_USEC 2000
+
+/*
+ * Two words before the hold word: the agent's scratch area, start and
+ * length, set once by the agent before its first UFFDIO_MOVE and never
+ * changed; zero while it drops with MADV_DONTNEED.  Once it is set, the
+ * agent's only REMOVE events are those of its scratch area: every other
+ * one is the app's discard.
+ */
+#define ZS_STAGING_SCRATCH(staging, pages) \
+	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 24))
 
 struct zs_ready {
 	uint32_t staging_pages;

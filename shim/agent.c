@@ -33,8 +33,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <linux/userfaultfd.h>
 
+#include "compat.h"
 #include "proto.h"
 #include "shim.h"
 
@@ -56,6 +56,88 @@ static void agent_hold(void)
 		syscall(SYS_nanosleep, &ts, NULL);
 }
 
+/*
+ * Where the agent moves the pages it drops.  MADV_DONTNEED on registered
+ * memory is a REMOVE event that holds us until zswapd has read it, and
+ * holds every UFFDIO_COPY of zswapd meanwhile (EAGAIN, "mm changing"): one
+ * such round trip per run took 150 us, and half the app's faults met one.
+ * UFFDIO_MOVE (Linux 6.8+) takes the pages out in one ioctl and no event;
+ * they are dropped from here once per batch.  The kernel wants a move's
+ * destination registered with the same uffd; WIPEONFORK keeps zswapd from
+ * evicting it (vmscan.c) and a forked child from inheriting its pages.
+ */
+static uint8_t *agent_scratch;
+static size_t agent_scratch_moved; /* pages moved there in this batch */
+static bool agent_scratch_tried;
+
+#define AGENT_MOVE_TRIES 50 /* EAGAIN while the app changes its mm: 20 us apart */
+
+static void agent_scratch_setup(void)
+{
+	volatile uint64_t *pub = ZS_STAGING_SCRATCH(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	long p;
+
+	agent_scratch_tried = true;
+	p = syscall(SYS_mmap, NULL, shim.staging_len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == -1)
+		return;
+	reg.range.start = (uint64_t)p;
+	reg.range.len = shim.staging_len;
+	if (syscall(SYS_madvise, p, shim.staging_len, MADV_WIPEONFORK) < 0 ||
+	    syscall(SYS_madvise, p, shim.staging_len, MADV_NOHUGEPAGE) < 0 ||
+	    syscall(SYS_ioctl, shim.uffd, UFFDIO_REGISTER, &reg) < 0 ||
+	    !(reg.ioctls & ((__u64)1 << _UFFDIO_MOVE))) {
+		syscall(SYS_munmap, p, shim.staging_len);
+		return;
+	}
+	agent_scratch = (uint8_t *)p;
+	/* Published before the first move: from now on zswapd takes every
+	 * REMOVE event outside the scratch for the app's. */
+	__atomic_store_n(&pub[0], (uint64_t)p, __ATOMIC_RELEASE);
+	__atomic_store_n(&pub[1], (uint64_t)shim.staging_len, __ATOMIC_RELEASE);
+}
+
+/*
+ * Moves [addr, addr + len) out of the app into the scratch slots from
+ * `slot` on.  A page the kernel will not move (shared with a forked child,
+ * KSM, an mm that keeps changing) is vetoed: it stays, and zswapd leaves it
+ * out of the commit, as if the agent had written to it.
+ */
+static void agent_move(uint64_t addr, size_t len, uint32_t slot)
+{
+	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct timespec ts = { 0, 20000 };
+	unsigned tries = 0;
+	size_t off = 0;
+
+	while (off < len) {
+		struct uffdio_move mv = {
+			.dst = (uint64_t)(uintptr_t)agent_scratch + (uint64_t)slot * SHIM_PAGE + off,
+			.src = addr + off,
+			.len = len - off,
+			.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
+		};
+		long r = syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv);
+		int err = r < 0 ? errno : 0;
+		size_t moved = r == 0 ? len - off : mv.move > 0 ? (size_t)mv.move : 0;
+
+		agent_scratch_moved += moved / SHIM_PAGE;
+		off += moved;
+		if (off >= len)
+			break;
+		if (moved == 0 && err == EAGAIN && ++tries < AGENT_MOVE_TRIES) {
+			syscall(SYS_nanosleep, &ts, NULL);
+			continue;
+		}
+		if (moved == 0) {
+			veto[slot + off / SHIM_PAGE] = 1;
+			off += SHIM_PAGE;
+		}
+	}
+}
+
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
 static void agent_drop(const struct zs_run *run, size_t end)
 {
@@ -70,8 +152,12 @@ static void agent_drop(const struct zs_run *run, size_t end)
 		}
 		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
 			;
-		syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
-			MADV_DONTNEED);
+		if (agent_scratch)
+			agent_move(run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
+				   run->staging_slot + (uint32_t)i);
+		else
+			syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE,
+				(j - i) * SHIM_PAGE, MADV_DONTNEED);
 		i = j;
 	}
 }
@@ -161,8 +247,15 @@ static int agent_evict(const struct zs_hdr *h)
 	uint32_t nruns = ev->nruns;
 	uint64_t batch = ev->batch;
 
+	if (!agent_scratch_tried)
+		agent_scratch_setup(); /* here: zswapd has set our uffd up by now */
+	agent_scratch_moved = 0;
 	for (uint32_t i = 0; i < nruns; i++)
 		reply->result[i] = agent_evict_run(&ev->runs[i]);
+	if (agent_scratch_moved) {
+		agent_hold();
+		syscall(SYS_madvise, agent_scratch, shim.staging_len, MADV_DONTNEED);
+	}
 	reply->done.batch = batch;
 	reply->done.nruns = nruns;
 	reply->done.pad = 0;
@@ -216,6 +309,10 @@ static void *agent_main(void *arg)
 
 	(void)arg;
 	agent_pid = (pid_t)syscall(SYS_getpid);
+	/* A forked child's agent: the parent's scratch was wiped, and its
+	 * registration is not ours to rely on.  Set up anew at the first batch. */
+	agent_scratch = NULL;
+	agent_scratch_tried = false;
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)

@@ -22,6 +22,9 @@
  *                                                keeps the mm changing (madvise): refused
  *                                                pages must come back even when the kernel
  *                                                says EAGAIN to putting them back
+ *   memtest mremap_race                          reclaim while a thread moves a region back
+ *                                                and forth and reads it: a page dropped
+ *                                                before a move is faulted at its new place
  *   memtest hold MIB [hot]                       fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter
@@ -38,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -555,6 +559,79 @@ static int t_mremap(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+static uint8_t *race_at[2];
+static size_t race_pages;
+static atomic_bool race_stop;
+static atomic_size_t race_moves, race_bad;
+
+/* Moves the region to the other place, then reads all of it, until told to stop. */
+static void *race_thread(void *arg)
+{
+	static uint8_t want[PAGE];
+	size_t len = race_pages * PAGE;
+	int at = 0;
+
+	(void)arg;
+	while (!atomic_load(&race_stop) && !atomic_load(&race_bad)) {
+		void *to = mremap(race_at[at], len, len, MREMAP_MAYMOVE | MREMAP_FIXED, race_at[!at]);
+
+		if (to != race_at[!at]) {
+			fprintf(stderr, "mremap_race: mremap: %s\n", strerror(errno));
+			atomic_fetch_add(&race_bad, 1);
+			break;
+		}
+		/* Hold the vacated place, so that nothing else lands there. */
+		mmap(race_at[at], len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		     0);
+		at = !at;
+		atomic_fetch_add(&race_moves, 1);
+		for (size_t i = 0; i < race_pages; i++) {
+			fill_page(want, 18, i);
+			if (memcmp(race_at[at] + i * PAGE, want, PAGE)) {
+				if (atomic_fetch_add(&race_bad, 1) < 5)
+					fprintf(stderr, "mremap_race: page %zu differs after move %zu\n", i,
+						atomic_load(&race_moves));
+			}
+		}
+	}
+	return NULL;
+}
+
+static int t_mremap_race(int argc, char **argv)
+{
+	uint8_t *other;
+	long total = 0;
+	pthread_t th;
+
+	(void)argc;
+	(void)argv;
+	race_pages = 8 * MIB / PAGE;
+	race_at[0] = map_anon(race_pages * PAGE);
+	other = map_anon(race_pages * PAGE);
+	munmap(other, race_pages * PAGE);
+	race_at[1] = mmap(other, race_pages * PAGE, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(race_at[1] == other, "cannot reserve the second place");
+	fill(race_at[0], race_pages, 18);
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted"); /* registers the region */
+	pthread_create(&th, NULL, race_thread, NULL);
+	/* Three seconds, and enough moves to have met batches in flight. */
+	for (time_t end = time(NULL) + 3; !atomic_load(&race_bad) &&
+					   (time(NULL) < end || atomic_load(&race_moves) < 50);) {
+		long n = reclaim_self(4 * MIB);
+
+		total += n > 0 ? n : 0;
+	}
+	atomic_store(&race_stop, true);
+	pthread_join(th, NULL);
+	printf("result: mremap_race: %ld pages evicted, %zu moves, %zu pages wrong\n", total,
+	       atomic_load(&race_moves), atomic_load(&race_bad));
+	CHECK(atomic_load(&race_bad) == 0, "%zu pages read wrong after a move",
+	      atomic_load(&race_bad));
+	CHECK(total > 0 && atomic_load(&race_moves) > 0, "no eviction or no move happened");
+	return failures ? 1 : 0;
+}
+
 static int t_kernel(int argc, char **argv)
 {
 	size_t npages = 8 * MIB / PAGE;
@@ -781,6 +858,7 @@ int main(int argc, char **argv)
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
 		{ "fork_reclaim", t_fork_reclaim },
 		{ "hold", t_hold },	  { "churn", t_churn },
+		{ "mremap_race", t_mremap_race },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -137,6 +137,7 @@ t_discard() {
 	case "${SANITIZE:-}" in *thread*) ;; *) [ "$(stat_of invalidates)" -gt "$inv0" ] ;; esac
 }
 t_mremap() { shimmed "$MEMTEST" mremap; }
+t_mremap_race() { shimmed "$MEMTEST" mremap_race; }
 t_kernel_access() { shimmed "$MEMTEST" kernel; }
 t_exec() { shimmed "$MEMTEST" exec; }
 
@@ -701,6 +702,7 @@ run fork t_fork
 run fork_reclaim t_fork_reclaim
 run discard t_discard
 run mremap t_mremap
+run mremap_race t_mremap_race
 run kernel_access t_kernel_access
 run exec t_exec
 run compressors t_compressors
