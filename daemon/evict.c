@@ -277,6 +277,7 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
 	return fault_msgs_push(&b->deferred, &b->ndeferred, &b->deferred_cap, msg);
 }
 
+/* Maps page at addr, waking nobody; -EEXIST if something is mapped there. */
 static int evict_copy_back(struct target *t, uint64_t addr, const void *page)
 {
 	struct uffdio_copy copy = {
@@ -286,7 +287,7 @@ static int evict_copy_back(struct target *t, uint64_t addr, const void *page)
 		.mode = UFFDIO_COPY_MODE_DONTWAKE,
 	};
 
-	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0 && errno != EEXIST)
+	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0)
 		return -errno;
 	return 0;
 }
@@ -309,6 +310,10 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 
 		r = ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0 ? -errno : 0;
 	} else {
+		/* EEXIST: the page is there, the agent has not taken it yet (a
+		 * fault read late): the agent and the commit go on with it as
+		 * usual.  Marking it restored would leave it out of the commit
+		 * once the agent has taken it: a page with no entry. */
 		r = evict_copy_back(t, addr, t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
 		if (r == 0)
 			b->restored[slot] = 1;
@@ -867,6 +872,8 @@ static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 	struct entry *e;
 	int r = evict_copy_back(t, addr, page);
 
+	if (r == -EEXIST)
+		return 0; /* mapped meanwhile: nothing to put back */
 	if (r != -EAGAIN && r != -ENOMEM)
 		return r;
 	r = entry_store_raw(t->d, page, &e);

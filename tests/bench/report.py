@@ -238,7 +238,9 @@ How to read it:
 - swap / zswap lzo: the process runs in a cgroup v1 memory cgroup with
   memory.limit_in_bytes = budget, swap file of 2×S. cgroup v1 does not charge the kernel
   zswap pool to the cgroup: kernel zswap uses the budget *plus* its pool (see the pool and
-  resident+pool columns).
+  resident+pool columns). Kernel zswap runs with shrinker_enabled=Y (writeback of its
+  coldest entries under cgroup pressure): with the default N it is OOM-killed at both
+  budgets here.
 - zswapd: the process is in no cgroup and `zswapctl {limit_cmd}` keeps its RssAnon at or
   under limit = budget − pool allowance (the pool's size estimated from micro's pool
   bytes/page for that compressor in this run), so that resident + zswapd's pool

@@ -100,7 +100,7 @@ CGROOT=/sys/fs/cgroup/memory
 CGPREFIX=zswapd-bench.
 ZSWAP=/sys/module/zswap/parameters
 DEBUGFS=/sys/kernel/debug
-ZSWAP_SAVED=                            # "enabled compressor max_pool_percent" once changed
+ZSWAP_SAVED=                            # "enabled compressor max_pool_percent shrinker" once changed
 DEBUGFS_MOUNTED=0
 CG=                                     # the memory cgroup of the current case
 DPID='' WPID='' LPID='' KPID=''         # zswapd, workload, fallback limiter, budget keeper
@@ -134,6 +134,7 @@ zswap_restore() {
 	echo N >"$ZSWAP/enabled"                # off first: then the knobs, then the old state
 	echo "$2" >"$ZSWAP/compressor"
 	echo "$3" >"$ZSWAP/max_pool_percent"
+	if [ "${4:--}" != - ] && [ -w "$ZSWAP/shrinker_enabled" ]; then echo "$4" >"$ZSWAP/shrinker_enabled"; fi
 	echo "$1" >"$ZSWAP/enabled"
 	ZSWAP_SAVED=
 }
@@ -197,9 +198,9 @@ recover_stale() {
 				for _ in $(seq 100); do pid_is "$a" "$b" || break; sleep 0.1; done
 			fi
 		done <"$STATE"
-		while read -r what a b c; do
+		while read -r what a b c d; do
 			case $what in
-			zswap) ZSWAP_SAVED="$a $b $c"; zswap_restore ;;
+			zswap) ZSWAP_SAVED="$a $b $c ${d:--}"; zswap_restore ;;
 			debugfs) if mountpoint -q "$DEBUGFS"; then umount "$DEBUGFS"; fi ;;
 			esac
 		done <"$STATE"
@@ -309,7 +310,7 @@ kernel_cases_possible() {
 zswap_set() {  # ENABLED(Y|N)
 	local pct need
 	if [ -z "$ZSWAP_SAVED" ]; then
-		ZSWAP_SAVED="$(cat "$ZSWAP/enabled") $(cat "$ZSWAP/compressor") $(cat "$ZSWAP/max_pool_percent")"
+		ZSWAP_SAVED="$(cat "$ZSWAP/enabled") $(cat "$ZSWAP/compressor") $(cat "$ZSWAP/max_pool_percent") $(cat "$ZSWAP/shrinker_enabled" 2>/dev/null || echo -)"
 		state_add "zswap $ZSWAP_SAVED"
 	fi
 	echo N >"$ZSWAP/enabled"
@@ -322,6 +323,10 @@ zswap_set() {  # ENABLED(Y|N)
 	# --writeback: the pool cap is the point, not to be lifted
 	[ -n "$ZSWAP_POOL_PCT" ] && pct=$ZSWAP_POOL_PCT
 	echo "$pct" >"$ZSWAP/max_pool_percent"
+	# The shrinker writes the pool's coldest entries back to swap under
+	# memory-cgroup pressure.  Off (the default), a cgroup v1 budget of half
+	# this workload or less OOM-kills it here (ANCHORS.md); on, it runs.
+	if [ -w "$ZSWAP/shrinker_enabled" ]; then echo Y >"$ZSWAP/shrinker_enabled"; fi
 	echo "$1" >"$ZSWAP/enabled"
 }
 
