@@ -58,6 +58,7 @@ struct stats {
 	uint64_t faults_deferred;    /* cumulative: faults that waited for an eviction batch */
 	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
 	uint64_t evict_batches;	     /* cumulative */
+	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
 	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
 	uint64_t proto_errors;	     /* cumulative: malformed messages, connections dropped */
@@ -231,6 +232,8 @@ struct target {
 	uint64_t last_swapin;	/* address of the last fault served from the swap file */
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
+	struct uffdio_range *unprotect; /* write-protections to lift that got EAGAIN */
+	uint32_t nunprotect, unprotect_cap;
 	/* Faults held because we are over our limit (reclaim_throttle), until
 	 * the batch in flight commits or FAULT_THROTTLE_USEC have passed. */
 	struct uffd_msg *throttled;

@@ -137,8 +137,13 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 	scratch = ZS_STAGING_SCRATCH(t->staging, t->staging_pages);
 	scratch_len = __atomic_load_n(&scratch[1], __ATOMIC_ACQUIRE);
 	scratch_start = __atomic_load_n(&scratch[0], __ATOMIC_ACQUIRE);
-	if (scratch_len)
-		return start >= scratch_start && end <= scratch_start + scratch_len;
+	if (scratch_len) {
+		if (start < scratch_start || end > scratch_start + scratch_len)
+			return false;
+		/* The agent drops its scratch once per batch it moved pages in. */
+		t->d->st.evict_moved_batches++;
+		return true;
+	}
 	if (!b)
 		return false;
 	for (uint32_t i = 0; i < b->nruns; i++) {

@@ -43,14 +43,56 @@ int uffd_wake(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
-/* Lifts write-protection from [addr, addr+len) and wakes whoever waited on it. */
-int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
+static int uffd_unprotect_now(struct target *t, uint64_t addr, uint64_t len)
 {
 	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = len }, .mode = 0 };
 
 	if (ioctl(t->uffd_w.fd, UFFDIO_WRITEPROTECT, &wp) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * Lifts write-protection from [addr, addr+len) and wakes whoever waited on
+ * it.  While an event of the app is pending (its madvise, munmap, mremap)
+ * the kernel says EAGAIN and neither lifts nor wakes: a writer would wait
+ * for ever (memtest churn hung so).  Such a range is lifted again from the
+ * loop (fault_retry_all) until it goes through.
+ */
+int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
+{
+	int r = uffd_unprotect_now(t, addr, len);
+
+	if (r != -EAGAIN)
+		return r;
+	if (t->nunprotect == t->unprotect_cap) {
+		uint32_t cap = t->unprotect_cap ? t->unprotect_cap * 2 : 16;
+		struct uffdio_range *u = realloc(t->unprotect, cap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		t->unprotect = u;
+		t->unprotect_cap = cap;
+	}
+	t->unprotect[t->nunprotect++] = (struct uffdio_range){ .start = addr, .len = len };
+	return 0;
+}
+
+/* The write-protections that met EAGAIN, once more; those that fail for good wake anyway. */
+static void uffd_unprotect_retry(struct target *t)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < t->nunprotect; i++) {
+		struct uffdio_range *u = &t->unprotect[i];
+		int r = uffd_unprotect_now(t, u->start, u->len);
+
+		if (r == -EAGAIN)
+			t->unprotect[kept++] = *u;
+		else if (r < 0)
+			uffd_wake(t, u->start, u->len);
+	}
+	t->nunprotect = kept;
 }
 
 int fault_copy_page(struct target *t, uint64_t addr, const void *page)
@@ -385,7 +427,7 @@ void fault_release_throttled(struct daemon *d)
 bool fault_retry_pending(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (t->nretry && !t->dead)
+		if ((t->nretry || t->nunprotect) && !t->dead)
 			return true;
 	return false;
 }
@@ -396,6 +438,8 @@ void fault_retry_all(struct daemon *d)
 		struct uffd_msg *msgs = t->retry;
 		uint32_t n = t->nretry;
 
+		if (t->nunprotect && !t->dead)
+			uffd_unprotect_retry(t);
 		if (!n || t->dead)
 			continue;
 		/* fault_pagefault() may queue again: give it a fresh list. */

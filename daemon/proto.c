@@ -42,7 +42,7 @@
 _Static_assert(sizeof(struct zs_hdr) == 16, "zs_hdr");
 _Static_assert(sizeof(struct zs_hello) == 8, "zs_hello");
 _Static_assert(sizeof(struct zs_uffd) == 8, "zs_uffd");
-_Static_assert(sizeof(struct zs_ready) == 8, "zs_ready");
+_Static_assert(sizeof(struct zs_ready) == 16, "zs_ready");
 _Static_assert(sizeof(struct zs_range) == 16, "zs_range");
 _Static_assert(offsetof(struct zs_agent, excl) == 8, "zs_agent");
 _Static_assert(sizeof(struct zs_run) == 16, "zs_run");

@@ -147,6 +147,7 @@ int target_adopt(struct target *t, struct conn *c)
 			return r;
 	}
 	ready.staging_pages = t->staging_pages;
+	ready.flags = t->d->cfg.agent_move ? ZS_READY_MOVE : 0;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2) */
@@ -417,6 +418,7 @@ static void target_free(struct target *t)
 	loadlog_free(&t->loads_log);
 	hot_free(&t->poor);
 	free(t->retry);
+	free(t->unprotect);
 	free(t->throttled);
 	free(t);
 }

@@ -145,9 +145,14 @@ struct zs_uffd {
 #define ZS_STAGING_SCRATCH(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 24))
 
+/* ZS_READY flags */
+#define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */
+
 struct zs_ready {
 	uint32_t staging_pages;
 	uint32_t page_size;
+	uint32_t flags;
+	uint32_t pad;
 };
 
 struct zs_range {

@@ -247,7 +247,7 @@ static int agent_evict(const struct zs_hdr *h)
 	uint32_t nruns = ev->nruns;
 	uint64_t batch = ev->batch;
 
-	if (!agent_scratch_tried)
+	if (!agent_scratch_tried && shim.move)
 		agent_scratch_setup(); /* here: zswapd has set our uffd up by now */
 	agent_scratch_moved = 0;
 	for (uint32_t i = 0; i < nruns; i++)

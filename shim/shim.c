@@ -118,6 +118,7 @@ static int shim_map_staging(int memfd)
 	if (ready->page_size != SHIM_PAGE || ready->staging_pages == 0)
 		return -EPROTO;
 	shim.staging_len = (size_t)ready->staging_pages * SHIM_PAGE;
+	shim.move = ready->flags & ZS_READY_MOVE;
 	/* + the page of veto bytes */
 	p = mmap(NULL, shim.staging_len + SHIM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (p == MAP_FAILED)

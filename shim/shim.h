@@ -26,6 +26,7 @@ struct shim {
 	size_t staging_len;
 	uint8_t *area;	   /* agent stack + message buffer */
 	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
+	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
 };
 
 extern struct shim shim;

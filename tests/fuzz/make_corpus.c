@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 	};
 	struct zs_hello hello = { 4242, 0 }, hello_forked = { 4243, ZS_HELLO_FORKED };
 	struct zs_uffd uffd = { 0x7f0000022000 };
-	struct zs_ready ready = { 256, 4096 };
+	struct zs_ready ready = { 256, 4096, 0, 0 };
 	struct zs_reclaim reclaim = { 4242, 0, 192u << 20 };
 	struct zs_reclaim_reply reclaim_reply = { 49152, 25165824, 120, 65536 };
 	struct zs_limit limit = { 4242, 0, 64u << 20 }, limit_none = { 4242, 0, 0 };

@@ -508,6 +508,24 @@ restart_with() {
 	start_daemon
 }
 
+t_agent_move() {
+	# The same hazards with the agent taking pages out by UFFDIO_MOVE.
+	restart_with "agent_move = yes"
+	shimmed "$MEMTEST" threads
+	shimmed "$MEMTEST" churn
+	shimmed "$MEMTEST" fork
+	shimmed "$MEMTEST" fork_reclaim
+	shimmed "$MEMTEST" discard
+	shimmed "$MEMTEST" mremap_race
+	local moved
+	moved=$(stat_of evict_moved_batches)
+	echo "result: agent_move: $moved of $(stat_of evict_batches) batches moved out"
+	[ "$moved" -gt 100 ]
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
 t_writeback() {
 	command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
 	# A pool of 4 MiB in front of a 256 MiB swap file: most pages end up on
@@ -703,6 +721,7 @@ run fork_reclaim t_fork_reclaim
 run discard t_discard
 run mremap t_mremap
 run mremap_race t_mremap_race
+run agent_move t_agent_move
 run kernel_access t_kernel_access
 run exec t_exec
 run compressors t_compressors

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 16 /* fields of struct cfg, one key each */
+#define NKEYS 17 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -32,6 +32,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->fault_spin_usec, b->fault_spin_usec);
 	ck_assert_int_eq(a->log_level, b->log_level);
 	ck_assert_int_eq(a->mlock, b->mlock);
+	ck_assert_int_eq(a->agent_move, b->agent_move);
 	ck_assert_str_eq(a->swap_file, b->swap_file);
 	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
 	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
@@ -51,6 +52,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "fault_spin_usec = 0\n"
 				      "log_level = debug\n"
 				      "mlock = no\n"
+				      "agent_move = yes\n"
 				      "swap_file = /var/tmp/zswapd.swap\n"
 				      "swap_file_size = 1G\n"
 				      "readahead_pages = 0\n"
@@ -122,6 +124,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.fault_spin_usec, d.fault_spin_usec);
 	ck_assert_int_ne(c.log_level, d.log_level);
 	ck_assert_int_ne(c.mlock, d.mlock);
+	ck_assert_int_ne(c.agent_move, d.agent_move);
 	ck_assert_str_ne(c.swap_file, d.swap_file);
 	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
 	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);

@@ -76,7 +76,7 @@ static const struct msg_case valid[] = {
 	{ "evict done", ZS_EVICT_DONE, &(const struct done_n){ 9, 3, 0, { 16, -EFAULT, 1 } },
 	  16 + 3 * 4 },
 	{ "devfd", ZS_DEVFD, NULL, 0 },
-	{ "ready", ZS_READY, &(const struct zs_ready){ 1024, 4096 }, sizeof(struct zs_ready) },
+	{ "ready", ZS_READY, &(const struct zs_ready){ 1024, 4096, 0, 0 }, sizeof(struct zs_ready) },
 	{ "evict one", ZS_EVICT, &(const struct evict_n){ 9, 1, 0, { { 0x1000, 1, 0 } } }, 32 },
 	{ "evict three", ZS_EVICT,
 	  &(const struct evict_n){ 10,
@@ -311,7 +311,7 @@ END_TEST
 /* READY with both descriptors, as after fork: staging memfd and a pipe. */
 START_TEST(test_fd_passing_two)
 {
-	struct zs_ready ready = { 16, 4096 };
+	struct zs_ready ready = { 16, 4096, 0, 0 };
 	uint64_t *b = rbuf_new();
 	int sv[2], p[2], send_fds[2], fds[2] = { -1, -1 }, nfds = -1;
 	char got[6] = "";
