@@ -405,8 +405,8 @@ static size_t evict_registered_at(const struct target *t, uint64_t start)
  * page faults, and a batch of scattered pages has a run in most chunks: so
  * each range is registered once, and again only after the layout changed
  * (an unmap or mremap event forgets them all).  A range that was
- * unregistered behind our back fails the write-protect that follows, and
- * the run is skipped: nothing is lost.
+ * unregistered behind our back fails the write-protect that follows with
+ * ENOENT: evict_start then forgets them all and registers it again.
  */
 static int evict_register(struct target *t, uint64_t start, uint64_t end)
 {
@@ -1060,10 +1060,16 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 	return 0;
 }
 
+/* The agent is done with t's batch, and the commit is under way. */
+static bool evict_target_committing(const struct target *t)
+{
+	return !t->dead && t->batch && t->batch->dropped;
+}
+
 bool evict_committing(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (!t->dead && t->batch && t->batch->dropped)
+		if (evict_target_committing(t))
 			return true;
 	return false;
 }
@@ -1071,7 +1077,7 @@ bool evict_committing(const struct daemon *d)
 void evict_commit_all(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next)
-		if (!t->dead && t->batch && t->batch->dropped)
+		if (evict_target_committing(t))
 			evict_commit_some(t);
 }
 
