@@ -95,6 +95,7 @@ struct entry {
 	uint8_t where;
 	uint8_t readahead;  /* brought back by readahead, not yet used */
 	uint8_t ra_pending; /* a readahead read is under way */
+	uint8_t reads;	    /* fault reads under way: the entry stays where they read it */
 	uint32_t stored_at; /* the target's store count when stored: refault distance */
 	uint64_t val;
 	uint64_t disk;
@@ -283,6 +284,7 @@ int read_full_file(const char *path, char **ret_buf, size_t *ret_len);
 int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
+int proc_page_present(pid_t pid, uint64_t addr);
 
 /* loop.c */
 int loop_add(struct daemon *d, struct watch *w, uint32_t events);
@@ -338,6 +340,7 @@ bool wb_busy(const struct daemon *d);
 
 /* fault.c */
 int fault_copy_page(struct target *t, uint64_t addr, const void *page);
+int uffd_copy_checked(struct target *t, uint64_t addr, int r);
 void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
 int fault_serve(struct target *t, const struct uffd_msg *msg);
 void fault_retry_all(struct daemon *d);
@@ -349,6 +352,7 @@ void fault_release_throttled(struct daemon *d);
 bool fault_throttled_pending(const struct daemon *d);
 int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
 int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
+int uffd_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
 
 /* evict.c */
 #define EVICT_PICKING 2

@@ -806,6 +806,8 @@ int evict_start(struct target *t)
 			if (r == 0)
 				r = evict_protect(t, runs[i].addr, len);
 		}
+		if (r == 0)
+			uffd_unprotect_cancel(t, runs[i].addr, len);
 		if (r < 0) {
 			/* The mapping changed under us (munmap, mprotect): skip the run. */
 			log_debug_errno(r, "pid %d: cannot protect %#llx+%llu: %m", (int)t->pid,
@@ -848,6 +850,11 @@ int evict_start(struct target *t)
 		goto out;
 	}
 	t->d->st.evict_batches++;
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		for (uint32_t i = 0; i < b->nruns; i++)
+			log_debug("pid %d: batch %llu run %#llx +%u", (int)t->pid,
+				  (unsigned long long)b->id, (unsigned long long)b->runs[i].addr,
+				  b->runs[i].npages);
 	b = NULL;
 	r = 1;
 out:
@@ -875,7 +882,7 @@ static uint64_t batch_translate(const struct batch *b, uint64_t addr)
 static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 {
 	struct entry *e;
-	int r = evict_copy_back(t, addr, page);
+	int r = uffd_copy_checked(t, addr, evict_copy_back(t, addr, page));
 
 	if (r == -EEXIST)
 		return 0; /* mapped meanwhile: nothing to put back */

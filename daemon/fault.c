@@ -52,19 +52,8 @@ static int uffd_unprotect_now(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
-/*
- * Lifts write-protection from [addr, addr+len) and wakes whoever waited on
- * it.  While an event of the app is pending (its madvise, munmap, mremap)
- * the kernel says EAGAIN and neither lifts nor wakes: a writer would wait
- * for ever (memtest churn hung so).  Such a range is lifted again from the
- * loop (fault_retry_all) until it goes through.
- */
-int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
+static int uffd_unprotect_push(struct target *t, uint64_t addr, uint64_t len)
 {
-	int r = uffd_unprotect_now(t, addr, len);
-
-	if (r != -EAGAIN)
-		return r;
 	if (t->nunprotect == t->unprotect_cap) {
 		uint32_t cap = t->unprotect_cap ? t->unprotect_cap * 2 : 16;
 		struct uffdio_range *u = realloc(t->unprotect, cap * sizeof(*u));
@@ -76,6 +65,54 @@ int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
 	}
 	t->unprotect[t->nunprotect++] = (struct uffdio_range){ .start = addr, .len = len };
 	return 0;
+}
+
+/*
+ * Lifts write-protection from [addr, addr+len) and wakes whoever waited on
+ * it.  While an event of the app is pending (its madvise, munmap, mremap)
+ * the kernel says EAGAIN and neither lifts nor wakes: a writer would wait
+ * for ever (memtest churn hung so).  Such a range is lifted again from the
+ * loop (fault_retry_all) until it goes through.
+ */
+int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len)
+{
+	int r = uffd_unprotect_now(t, addr, len);
+
+	return r == -EAGAIN ? uffd_unprotect_push(t, addr, len) : r;
+}
+
+/*
+ * A new batch has just protected [addr, addr+len): a lift still pending
+ * there from before must not take that protection away under the batch (a
+ * write between the agent's copy and its drop would be lost).  The batch's
+ * own lift wakes whoever waited on the old one.  A right part that cannot
+ * be kept (ENOMEM) is woken instead: its writers fault again, and a
+ * write-protect fault outside a batch lifts the protection.
+ */
+int uffd_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len)
+{
+	uint64_t end = addr + len;
+	uint32_t n = t->nunprotect, kept = 0;
+	int r = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct uffdio_range u = t->unprotect[i];
+		uint64_t u_end = u.start + u.len;
+
+		if (u_end <= addr || u.start >= end)
+			continue;
+		/* The left part stays in place, the right part goes to the end. */
+		t->unprotect[i].len = u.start < addr ? addr - u.start : 0;
+		if (u_end > end && uffd_unprotect_push(t, end, u_end - end) < 0) {
+			r = -ENOMEM;
+			uffd_wake(t, end, u_end - end);
+		}
+	}
+	for (uint32_t i = 0; i < t->nunprotect; i++)
+		if (t->unprotect[i].len)
+			t->unprotect[kept++] = t->unprotect[i];
+	t->nunprotect = kept;
+	return r;
 }
 
 /* The write-protections that met EAGAIN, once more; those that fail for good wake anyway. */
@@ -107,6 +144,24 @@ int fault_copy_page(struct target *t, uint64_t addr, const void *page)
 	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * UFFDIO_COPY says EEXIST when the page is there, but also when the page
+ * table under it is not one it can fill: a PMD that is not present, a huge
+ * page being split or a page table being freed (mfill_establish_pmd).  On
+ * EEXIST the caller drops the entry, or the page it was putting back,
+ * believing the process has it: never on the ioctl's word alone.  A page
+ * that is not there after all is EAGAIN, retried like any other.
+ */
+int uffd_copy_checked(struct target *t, uint64_t addr, int r)
+{
+	if (r != -EEXIST || t->pid == 0 || proc_page_present(t->pid, addr) != 0)
+		return r;
+	t->d->st.uffd_errors++;
+	log_warning("pid %d: UFFDIO_COPY at %#llx said EEXIST on a missing page; retrying",
+		    (int)t->pid, (unsigned long long)addr);
+	return -EAGAIN;
 }
 
 static int fault_zeropage(struct target *t, uint64_t addr)
@@ -202,7 +257,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 			d->st.uffd_errors++;
 			return 0;
 		}
-		r = fault_copy_page(t, addr, d->page_buf);
+		r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf));
 	}
 	if (r == 0 || r == -EEXIST) {
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
@@ -214,6 +269,8 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		entry_put(d, e);
 	}
 done:
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		log_debug("pid %d: fault at %#llx: %d", (int)t->pid, (unsigned long long)addr, r);
 	switch (r) {
 	case 0:
 		t->faults_since_check++;
@@ -326,7 +383,9 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		fault_pagefault(t, msg, true);
 		break;
 	case UFFD_EVENT_FORK:
-		log_debug("pid %d: fork event", (int)t->pid);
+		log_debug("pid %d: fork event, batch %llu%s, %zu entries", (int)t->pid,
+			  t->batch ? (unsigned long long)t->batch->id : 0ull,
+			  t->batch && t->batch->dropped ? " committing" : "", idx_count(t->idx));
 		target_new_child(t, (int)msg->arg.fork.ufd, &child);
 		break;
 	case UFFD_EVENT_REMAP:
@@ -383,8 +442,22 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 			target_kill(t, "uffd broken");
 			return;
 		}
+		/*
+		 * Events first, then the faults read with them.  The kernel
+		 * lets the app go on with an event (fork, madvise, mremap) as
+		 * soon as it is read, not when we act on it: a fault that came
+		 * before a FORK in the same read, served first, mapped its page
+		 * in the parent after the child was copied without it, and
+		 * took the entry the child needed (a child read zeros in its
+		 * .bss).  Served after the event, the entry goes to the child
+		 * first; after a REMOVE, the page reads zeros as it must.
+		 */
 		for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]) && !t->dead; i++)
-			fault_event(t, &msgs[i]);
+			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+				fault_event(t, &msgs[i]);
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]) && !t->dead; i++)
+			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+				fault_event(t, &msgs[i]);
 		if (t->dead)
 			return;
 	}

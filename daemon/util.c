@@ -128,3 +128,21 @@ int proc_comm(pid_t pid, char *buf, size_t len)
 	buf[n] = '\0';
 	return 0;
 }
+
+int proc_page_present(pid_t pid, uint64_t addr)
+{
+	char path[64];
+	uint64_t pm;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, &pm, sizeof(pm), (off_t)((addr / ZS_PAGE_SIZE) * sizeof(pm)));
+	close(fd);
+	if (n != (ssize_t)sizeof(pm))
+		return n < 0 ? -errno : -EIO;
+	return (pm >> 63) & 1; /* bit 63: present */
+}

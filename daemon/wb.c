@@ -334,6 +334,8 @@ int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
 
 	if (!wb)
 		return -EIO;
+	if (e->reads == UINT8_MAX)
+		return -EBUSY; /* retried: the reads under way will map it */
 	io = wb_io_new(WB_READ);
 	if (!io)
 		return -ENOMEM;
@@ -348,6 +350,7 @@ int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
 		wb_io_free(io);
 		return r;
 	}
+	e->reads++;
 	io->next_read = t->reads;
 	t->reads = io;
 	return 0;
@@ -385,15 +388,26 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	uint64_t addr = io->msg.arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
 	int r;
 
+	e->reads--;
 	if (!t)
 		goto out;
 	wb_unlink_read(t, io);
-	if (res != (int)WB_BLOCK ||
-	    comp_decompress(d->comp, io->buf + e->disk % WB_BLOCK, e->len, d->page_buf) < 0) {
+	if (idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT) != e) {
+		/* Served meanwhile (a woken thread faulted again and read it
+		 * too), discarded or moved: what we read is no longer the page
+		 * there, and mapping it would put older contents over a page
+		 * evicted since.  Whoever still waits faults again. */
+		uffd_wake(t, addr, ZS_PAGE_SIZE);
+		goto out;
+	}
+	r = res == (int)WB_BLOCK
+		    ? comp_decompress(d->comp, io->buf + e->disk % WB_BLOCK, e->len, d->page_buf)
+		    : -EIO;
+	if (r < 0) {
 		/* The data is gone.  Poisoning makes the access SIGBUS, as a
 		 * hardware memory error would; never map garbage or zeros. */
 		d->st.swap_read_errors++;
-		log_error_errno(res < 0 ? res : -EIO,
+		log_error_errno(res < 0 ? res : r,
 				"pid %d: cannot read back page %#llx from the swap file: %m",
 				(int)t->pid, (unsigned long long)addr);
 		if (wb_poison(t, addr) < 0)
@@ -402,8 +416,8 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	}
 	d->st.swap_reads++;
 	d->st.swap_read_bytes += WB_BLOCK;
-	r = fault_copy_page(t, addr, d->page_buf);
-	if ((r == 0 || r == -EEXIST) && idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT) == e) {
+	r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf));
+	if (r == 0 || r == -EEXIST) {
 		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
 		target_note_refault(t, addr, e);
 		t->loads++;
@@ -454,7 +468,7 @@ void wb_readahead(struct target *t, uint64_t addr)
 
 		if (d->wb->inflight >= WB_QUEUE_DEPTH - WB_WRITE_BLOCKS)
 			break;
-		if (e && e->where == ENTRY_ON_DISK && !e->ra_pending)
+		if (e && e->where == ENTRY_ON_DISK && !e->ra_pending && !e->reads)
 			wb_readahead_one(d, e);
 	}
 }
@@ -465,8 +479,13 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 	uint64_t handle;
 
 	e->ra_pending = 0;
-	/* Still wanted by someone besides us, still on disk, and room in the pool? */
-	if (res == (int)WB_BLOCK && e->refs > 1 && e->where == ENTRY_ON_DISK &&
+	/*
+	 * Still wanted by someone besides us, still on disk, not being read by
+	 * a fault (which decodes its block at e->disk when it completes: the
+	 * entry must still be there then, not back in the pool, its block
+	 * given up, perhaps written back elsewhere), and room in the pool?
+	 */
+	if (res == (int)WB_BLOCK && e->refs > 1 && e->where == ENTRY_ON_DISK && !e->reads &&
 	    pool_total_size(d->pool) + e->len <= d->pool_limit &&
 	    pool_alloc(d->pool, e->len, &handle) == 0) {
 		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);

@@ -57,6 +57,17 @@ static void agent_hold(void)
 }
 
 /*
+ * The agent's own state lives on its stack, never in our .bss: that is app
+ * memory, evictable like any other, and a write to it between two moves of
+ * a batch holding its page would have the page vetoed, then moved anyway.
+ */
+struct agent {
+	uint8_t *scratch;
+	size_t scratch_moved; /* pages moved there in this batch */
+	bool scratch_tried;
+};
+
+/*
  * Where the agent moves the pages it drops.  MADV_DONTNEED on registered
  * memory is a REMOVE event that holds us until zswapd has read it, and
  * holds every UFFDIO_COPY of zswapd meanwhile (EAGAIN, "mm changing"): one
@@ -66,19 +77,15 @@ static void agent_hold(void)
  * destination registered with the same uffd; WIPEONFORK keeps zswapd from
  * evicting it (vmscan.c) and a forked child from inheriting its pages.
  */
-static uint8_t *agent_scratch;
-static size_t agent_scratch_moved; /* pages moved there in this batch */
-static bool agent_scratch_tried;
-
 #define AGENT_MOVE_TRIES 50 /* EAGAIN while the app changes its mm: 20 us apart */
 
-static void agent_scratch_setup(void)
+static void agent_scratch_setup(struct agent *a)
 {
 	volatile uint64_t *pub = ZS_STAGING_SCRATCH(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	long p;
 
-	agent_scratch_tried = true;
+	a->scratch_tried = true;
 	p = syscall(SYS_mmap, NULL, shim.staging_len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == -1)
@@ -92,7 +99,7 @@ static void agent_scratch_setup(void)
 		syscall(SYS_munmap, p, shim.staging_len);
 		return;
 	}
-	agent_scratch = (uint8_t *)p;
+	a->scratch = (uint8_t *)p;
 	/* Published before the first move: from now on zswapd takes every
 	 * REMOVE event outside the scratch for the app's. */
 	__atomic_store_n(&pub[0], (uint64_t)p, __ATOMIC_RELEASE);
@@ -105,7 +112,7 @@ static void agent_scratch_setup(void)
  * KSM, an mm that keeps changing) is vetoed: it stays, and zswapd leaves it
  * out of the commit, as if the agent had written to it.
  */
-static void agent_move(uint64_t addr, size_t len, uint32_t slot)
+static void agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t slot)
 {
 	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct timespec ts = { 0, 20000 };
@@ -114,7 +121,7 @@ static void agent_move(uint64_t addr, size_t len, uint32_t slot)
 
 	while (off < len) {
 		struct uffdio_move mv = {
-			.dst = (uint64_t)(uintptr_t)agent_scratch + (uint64_t)slot * SHIM_PAGE + off,
+			.dst = (uint64_t)(uintptr_t)a->scratch + (uint64_t)slot * SHIM_PAGE + off,
 			.src = addr + off,
 			.len = len - off,
 			.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
@@ -123,7 +130,7 @@ static void agent_move(uint64_t addr, size_t len, uint32_t slot)
 		int err = r < 0 ? errno : 0;
 		size_t moved = r == 0 ? len - off : mv.move > 0 ? (size_t)mv.move : 0;
 
-		agent_scratch_moved += moved / SHIM_PAGE;
+		a->scratch_moved += moved / SHIM_PAGE;
 		off += moved;
 		if (off >= len)
 			break;
@@ -139,7 +146,7 @@ static void agent_move(uint64_t addr, size_t len, uint32_t slot)
 }
 
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
-static void agent_drop(const struct zs_run *run, size_t end)
+static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 {
 	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	size_t i = 0, j;
@@ -152,8 +159,8 @@ static void agent_drop(const struct zs_run *run, size_t end)
 		}
 		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
 			;
-		if (agent_scratch)
-			agent_move(run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
+		if (a->scratch)
+			agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
 				   run->staging_slot + (uint32_t)i);
 		else
 			syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE,
@@ -163,7 +170,7 @@ static void agent_drop(const struct zs_run *run, size_t end)
 }
 
 /* Copies then drops one run; returns the pages copied (and dropped unless vetoed) or -errno. */
-static int32_t agent_evict_run(const struct zs_run *run)
+static int32_t agent_evict_run(struct agent *a, const struct zs_run *run)
 {
 	size_t len = (size_t)run->npages * SHIM_PAGE;
 	struct iovec local, remote;
@@ -183,7 +190,7 @@ static int32_t agent_evict_run(const struct zs_run *run)
 	 * holds an entry for a page that may still be mapped, which is
 	 * harmless, while the opposite would lose it. */
 	if (n > 0)
-		agent_drop(run, (size_t)n);
+		agent_drop(a, run, (size_t)n);
 	return (int32_t)n;
 }
 
@@ -235,7 +242,7 @@ static ssize_t agent_recv(void *buf, size_t cap)
 	return proto_check(buf, (size_t)n, &h) < 0 ? -EBADMSG : n;
 }
 
-static int agent_evict(const struct zs_hdr *h)
+static int agent_evict(struct agent *a, const struct zs_hdr *h)
 {
 	const struct zs_evict *ev = proto_payload(h);
 	/* The reply goes where the request was: the buffer is ours alone. */
@@ -247,14 +254,14 @@ static int agent_evict(const struct zs_hdr *h)
 	uint32_t nruns = ev->nruns;
 	uint64_t batch = ev->batch;
 
-	if (!agent_scratch_tried && shim.move)
-		agent_scratch_setup(); /* here: zswapd has set our uffd up by now */
-	agent_scratch_moved = 0;
+	if (!a->scratch_tried && shim.move)
+		agent_scratch_setup(a); /* here: zswapd has set our uffd up by now */
+	a->scratch_moved = 0;
 	for (uint32_t i = 0; i < nruns; i++)
-		reply->result[i] = agent_evict_run(&ev->runs[i]);
-	if (agent_scratch_moved) {
+		reply->result[i] = agent_evict_run(a, &ev->runs[i]);
+	if (a->scratch_moved) {
 		agent_hold();
-		syscall(SYS_madvise, agent_scratch, shim.staging_len, MADV_DONTNEED);
+		syscall(SYS_madvise, a->scratch, shim.staging_len, MADV_DONTNEED);
 	}
 	reply->done.batch = batch;
 	reply->done.nruns = nruns;
@@ -304,15 +311,14 @@ static void *agent_main(void *arg)
 		},
 	};
 	const struct zs_hdr *h = (const struct zs_hdr *)agent_buf();
+	/* A forked child's agent starts afresh: the parent's scratch was wiped,
+	 * and its registration is not ours to rely on.  Set up at the first batch. */
+	struct agent a = { 0 };
 	struct timeval tv = { 0 };
 	ssize_t n;
 
 	(void)arg;
 	agent_pid = (pid_t)syscall(SYS_getpid);
-	/* A forked child's agent: the parent's scratch was wiped, and its
-	 * registration is not ours to rely on.  Set up anew at the first batch. */
-	agent_scratch = NULL;
-	agent_scratch_tried = false;
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)
@@ -324,7 +330,7 @@ static void *agent_main(void *arg)
 		if (n <= 0)
 			break;
 		if (h->type == ZS_EVICT) {
-			if (agent_evict(h) < 0)
+			if (agent_evict(&a, h) < 0)
 				break;
 		} else if (h->type == ZS_BYE) {
 			shim_log("zswapd stopped and returned every page");

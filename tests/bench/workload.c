@@ -485,18 +485,26 @@ int main(int argc, char **argv)
 	t_v0 = now_ns();
 	for (size_t p = 0; p < s.npages; p++) {
 		const uint8_t *pg = s.mem + p * PAGE;
-		bool ok = page_hash(pg) == s.hash[p];
+		bool hash_ok = page_hash(pg) == s.hash[p];
+		unsigned foreign = 0, zero = 0; /* words not fill(^1), words 0 */
 
 		fill_page(want, p);
-		for (unsigned i = 0; ok && i < WORDS; i++) {
+		for (unsigned i = 0; i < WORDS; i++) {
 			uint64_t a, b;
 
 			memcpy(&a, pg + i * 8, 8);
 			memcpy(&b, want + i * 8, 8);
-			ok = (a ^ b) <= 1;
+			foreign += (a ^ b) > 1;
+			zero += a == 0;
 		}
-		if (!ok && bad++ < 10)
-			fprintf(stderr, "workload: CORRUPT page %zu (offset 0x%zx)\n", p, p * PAGE);
+		/* What went wrong tells where: a lost write leaves the contents
+		 * plausible and only the hash off; zeros or another page's
+		 * contents are a page lost or mapped at the wrong place. */
+		if ((!hash_ok || foreign) && bad++ < 10)
+			fprintf(stderr,
+				"workload: CORRUPT page %zu (offset 0x%zx): hash %s, %u of %u words "
+				"foreign, %u zero\n",
+				p, p * PAGE, hash_ok ? "ok" : "differs", foreign, WORDS, zero);
 	}
 	t_v1 = now_ns();
 	if (bad)

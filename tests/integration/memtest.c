@@ -426,8 +426,13 @@ static int t_fork_reclaim(int argc, char **argv)
 		}
 		CHECK(pid > 0, "fork failed");
 		if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-				WEXITSTATUS(status) != 0))
+				WEXITSTATUS(status) != 0)) {
+			/* A signal rather than a wrong page: its own memory came back wrong. */
+			if (WIFSIGNALED(status))
+				fprintf(stderr, "fork_reclaim: child %u killed by signal %d\n", i,
+					WTERMSIG(status));
 			bad++;
+		}
 	}
 	atomic_store(&fm_stop, true);
 	pthread_join(th, NULL);
