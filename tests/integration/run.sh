@@ -21,6 +21,15 @@ CTL=$B/zswapctl
 PASS=0 FAIL=0 SKIP=0
 ONLY=("$@")
 
+# Under ASan, LeakSanitizer checks the daemon, not the processes it serves.
+# Its check at exit stops every thread, the agent too, and then writes its
+# chunk tags into heap pages: one that belongs to the batch the stopped
+# agent holds waits for a commit that cannot come (seen: poor_remembered
+# hung with LSan's tracer in handle_userfault).  See README, known limits.
+DAEMON_ASAN_OPTIONS=${ASAN_OPTIONS:-}
+[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
+zswapd_bin() { ASAN_OPTIONS=$DAEMON_ASAN_OPTIONS "$B/zswapd" "$@"; }
+
 cleanup() {
 	[ -s "$TMP/dpid" ] && kill -KILL "$(cat "$TMP/dpid")" 2>/dev/null
 	mountpoint -q "$TMP/tiny" 2>/dev/null && umount "$TMP/tiny"
@@ -39,7 +48,7 @@ start_daemon() {
 	local wrapper p
 	: >"$TMP/daemon.log"
 	rm -f "$TMP/daemon.rc" "$TMP/dpid"
-	( set +e; "$B/zswapd" -f -c "$TMP/zswapd.conf" "$@" 2>>"$TMP/daemon.log"; echo $? >"$TMP/daemon.rc" ) &
+	( set +e; zswapd_bin -f -c "$TMP/zswapd.conf" "$@" 2>>"$TMP/daemon.log"; echo $? >"$TMP/daemon.rc" ) &
 	wrapper=$!
 	for _ in $(seq 200); do
 		p=$(pgrep -P "$wrapper" -x zswapd)
