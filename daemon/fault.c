@@ -147,9 +147,9 @@ int fault_copy_page(struct target *t, uint64_t addr, const void *page)
 }
 
 /*
- * UFFDIO_COPY says EEXIST when the page is there, but also when the page
- * table under it is not one it can fill: a PMD that is not present, a huge
- * page being split or a page table being freed (mfill_establish_pmd).  On
+ * UFFDIO_COPY says EEXIST when the page is there, but also when the PMD
+ * above it is not a page table it can fill: a huge page, or a PMD that is
+ * not present at that instant (mfill_establish_pmd, mm/userfaultfd.c).  On
  * EEXIST the caller drops the entry, or the page it was putting back,
  * believing the process has it: never on the ioctl's word alone.  A page
  * that is not there after all is EAGAIN, retried like any other.

@@ -65,7 +65,9 @@
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there, a directory per part
-# (report.py --cases DIR/cases re-reads compare's).
+# (report.py --cases DIR/cases re-reads compare's).  BENCH_ZSWAPD_CONF adds
+# config lines to every zswapd the bench starts (e.g. "agent_move = yes"),
+# to measure a setting against the default; the results' command says so.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -221,7 +223,13 @@ recover_stale() {
 recover_stale
 
 start_daemon() {  # COMPRESSOR [CONFIG]
-	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${2:+-c "$2"} 2>"$TMP/daemon.log" 9>&- &
+	local conf=${2:-}
+	if [ -n "${BENCH_ZSWAPD_CONF:-}" ]; then
+		{ if [ -n "$conf" ]; then cat "$conf"; fi; printf '%b\n' "$BENCH_ZSWAPD_CONF"; } \
+			>"$TMP/zswapd-extra.conf"
+		conf=$TMP/zswapd-extra.conf
+	fi
+	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${conf:+-c "$conf"} 2>"$TMP/daemon.log" 9>&- &
 	DPID=$!
 	state_add "pid $DPID $B/zswapd"
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && return 0; sleep 0.05; done
@@ -612,7 +620,7 @@ run_compare() {
 	done
 	rm -f "$SWAPFILE"
 
-	local cmd="tests/bench/run.sh${*:+ $*}" target=bench
+	local cmd="${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}" target=bench
 	[ $QUICK -eq 1 ] && target=bench-quick
 	[ -n "${MAKELEVEL:-}" ] && cmd="make $target ($cmd)"
 	if ! command -v gnuplot >/dev/null; then
@@ -670,7 +678,7 @@ run_writeback() {
 	CASE_LIMIT= CASE_CONF=
 	rm -f "$SWAPFILE" "$WBFILE"
 
-	local cmd="tests/bench/run.sh${*:+ $*}"
+	local cmd="${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}"
 	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/wbcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap files on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE, $WBFILE)" \
 		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
