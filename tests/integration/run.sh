@@ -86,11 +86,25 @@ stat_of() { "$CTL" stats | awk -v k="$1" '$1 == k { print $2 }'; }
 shimmed() { LD_PRELOAD=$SHIM "$@"; }
 
 # run NAME FUNCTION: one test, in a subshell; output kept on failure.
+# A test that hangs fails instead of holding make check until CI's limit:
+# after TEST_TIMEOUT seconds (600; 1800 under a sanitizer) its programs and
+# its subshell are killed.
+TEST_TIMEOUT=${TEST_TIMEOUT:-$([ -n "${SANITIZE:-}" ] && echo 1800 || echo 600)}
+
 run() {
-	local name=$1 fn=$2 rc
+	local name=$1 fn=$2 rc pid dog
 	if [ ${#ONLY[@]} -gt 0 ] && [[ ! " ${ONLY[*]} " == *" $name "* ]]; then return; fi
 	printf '%-28s ' "$name"
-	( set -e -x; "$fn" ) >"$TMP/$name.out" 2>&1; rc=$?
+	( set -e -x; "$fn" ) >"$TMP/$name.out" 2>&1 &
+	pid=$!
+	# (its own stdio: a sleep left holding make's pipe would hold make too)
+	( trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	  sleep "$TEST_TIMEOUT" & s=$!; wait "$s"
+	  echo "+ timed out after $TEST_TIMEOUT s" >>"$TMP/$name.out"
+	  pkill -KILL -f "^$B/tests/"; kill -KILL "$pid" ) </dev/null >/dev/null 2>&1 &
+	dog=$!
+	wait "$pid"; rc=$?
+	kill -TERM "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
 	if [ $rc -eq 0 ]; then
 		PASS=$((PASS + 1)); echo "PASS"
 		grep -h '^\(basic\|threads\|fork\|result\):' "$TMP/$name.out" | sed 's/^/    /'
