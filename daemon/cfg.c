@@ -195,8 +195,9 @@ static const struct cfg_key cfg_keys[] = {
 	 * ioctl and no uffd event, instead of MADV_DONTNEED, whose REMOVE event
 	 * it must wait on and which makes the daemon's UFFDIO_COPY say EAGAIN
 	 * meanwhile: about 4x the throughput under a limit here.  Off by
-	 * default until an unexplained failure seen once with it is understood
-	 * (README, "Where zswapd stands").  Read when a process registers.
+	 * default: runs of the writeback benchmark with it lost pages before
+	 * the fixes of 2026-12-03, by a path never found (README, "Where
+	 * zswapd stands").  Read when a process registers.
 	 */
 	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent_move), "no", 0, 0, "yes or no" },
 	/* The writeback tier is off until an operator names a file and a size. */

@@ -63,7 +63,7 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 		/* Stopping: a blocking read is fine, and simpler than waiting. */
 		r = wb_load_sync(t->d, e, t->d->page_buf);
 		if (r == 0)
-			r = fault_copy_page(t, pgno << ZS_PAGE_SHIFT, t->d->page_buf);
+			r = fault_copy_page(t, pgno << ZS_PAGE_SHIFT, t->d->page_buf, true);
 		if (r == -EAGAIN)
 			return r;
 		if (r < 0 && r != -EEXIST && r != -ENOENT)

@@ -282,21 +282,6 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
 	return fault_msgs_push(&b->deferred, &b->ndeferred, &b->deferred_cap, msg);
 }
 
-/* Maps page at addr, waking nobody; -EEXIST if something is mapped there. */
-static int evict_copy_back(struct target *t, uint64_t addr, const void *page)
-{
-	struct uffdio_copy copy = {
-		.dst = addr,
-		.src = (uint64_t)(uintptr_t)page,
-		.len = ZS_PAGE_SIZE,
-		.mode = UFFDIO_COPY_MODE_DONTWAKE,
-	};
-
-	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0)
-		return -errno;
-	return 0;
-}
-
 /*
  * Our agent faulted on a page of the batch it is working on: it dropped the
  * page in an earlier run and now needs it (the agent runs libc code, and
@@ -319,11 +304,11 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 		 * fault read late): the agent and the commit go on with it as
 		 * usual.  Marking it restored would leave it out of the commit
 		 * once the agent has taken it: a page with no entry. */
-		r = evict_copy_back(t, addr, t->staging + ((size_t)slot << ZS_PAGE_SHIFT));
+		r = fault_copy_page(t, addr, t->staging + ((size_t)slot << ZS_PAGE_SHIFT), false);
 		if (r == 0)
 			b->restored[slot] = 1;
 	}
-	/* evict_copy_back() does not wake: the commit wakes a batch at once. */
+	/* Copied without waking: the commit wakes a batch at once. */
 	if (r != -EAGAIN)
 		uffd_wake(t, addr, ZS_PAGE_SIZE);
 	return r == -EEXIST ? 0 : r;
@@ -882,7 +867,7 @@ static uint64_t batch_translate(const struct batch *b, uint64_t addr)
 static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 {
 	struct entry *e;
-	int r = uffd_copy_checked(t, addr, evict_copy_back(t, addr, page));
+	int r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, page, false));
 
 	if (r == -EEXIST)
 		return 0; /* mapped meanwhile: nothing to put back */

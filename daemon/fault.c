@@ -132,13 +132,14 @@ static void uffd_unprotect_retry(struct target *t)
 	t->nunprotect = kept;
 }
 
-int fault_copy_page(struct target *t, uint64_t addr, const void *page)
+/* Maps page at addr and wakes its waiters (or nobody); -EEXIST if something is mapped there. */
+int fault_copy_page(struct target *t, uint64_t addr, const void *page, bool wake)
 {
 	struct uffdio_copy copy = {
 		.dst = addr,
 		.src = (uint64_t)(uintptr_t)page,
 		.len = ZS_PAGE_SIZE,
-		.mode = 0,
+		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
 	};
 
 	if (ioctl(t->uffd_w.fd, UFFDIO_COPY, &copy) < 0)
@@ -224,7 +225,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 	if (!e) {
 		if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) {
 			memset(d->page_buf, 0, ZS_PAGE_SIZE);
-			r = fault_copy_page(t, addr, d->page_buf);
+			r = fault_copy_page(t, addr, d->page_buf, true);
 		} else {
 			r = fault_zeropage(t, addr);
 		}
@@ -257,7 +258,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 			d->st.uffd_errors++;
 			return 0;
 		}
-		r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf));
+		r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
 	}
 	if (r == 0 || r == -EEXIST) {
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
