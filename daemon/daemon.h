@@ -134,7 +134,6 @@ struct batch_remap {
 	uint64_t len;
 };
 
-#define BATCH_MAX_REMAPS 16
 #define BATCH_MAX_FORKS 8
 
 struct batch {
@@ -144,9 +143,9 @@ struct batch {
 	struct batch_run *runs;
 	uint8_t *dead;	   /* per slot: the app discarded this page while in flight */
 	uint8_t *restored; /* per slot: put back for our own agent, which needed it */
-	struct batch_remap remaps[BATCH_MAX_REMAPS];
-	uint32_t nremaps;
-	bool remap_overflow; /* too many: drop the batch's pages back instead */
+	struct batch_remap *remaps; /* in the order they came */
+	uint32_t nremaps, remaps_cap;
+	bool remap_overflow; /* one could not be kept (ENOMEM): put the pages back */
 	struct target *forks[BATCH_MAX_FORKS]; /* children forked while in flight */
 	uint32_t nforks;
 	struct uffd_msg *deferred; /* faults on the batch's pages, served at commit */

@@ -67,7 +67,20 @@ static void batch_free(struct batch *b)
 	free(b->deferred);
 	free(b->dropped);
 	free(b->committed);
+	free(b->remaps);
 	free(b);
+}
+
+/* Where the page the batch found at addr is now, after the app's mremaps since. */
+static uint64_t batch_translate(const struct batch *b, uint64_t addr)
+{
+	for (uint32_t i = 0; i < b->nremaps; i++) {
+		const struct batch_remap *m = &b->remaps[i];
+
+		if (addr >= m->from && addr < m->from + m->len)
+			addr = m->to + (addr - m->from);
+	}
+	return addr;
 }
 
 /*
@@ -166,6 +179,12 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 	return false;
 }
 
+/*
+ * The app discarded [start, end): pages of the batch that are there now are
+ * dead.  Where they are now, not where the batch found them: an mremap's
+ * UNMAP event names the place it vacated, after the REMAP event that moved
+ * them away from it (mremap_race lost every batch page it moved so).
+ */
 void evict_note_discard(struct target *t, uint64_t start, uint64_t end)
 {
 	struct batch *b = t->batch;
@@ -176,7 +195,7 @@ void evict_note_discard(struct target *t, uint64_t start, uint64_t end)
 		struct batch_run *run = &b->runs[i];
 
 		for (uint32_t k = 0; k < run->npages; k++) {
-			uint64_t a = run->addr + ((uint64_t)k << ZS_PAGE_SHIFT);
+			uint64_t a = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 
 			if (a >= start && a < end)
 				b->dead[run->slot + k] = 1;
@@ -250,7 +269,16 @@ int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 		}
 	}
 	if (b) {
-		if (b->nremaps < BATCH_MAX_REMAPS)
+		if (b->nremaps == b->remaps_cap) {
+			uint32_t cap = b->remaps_cap ? b->remaps_cap * 2 : 4;
+			struct batch_remap *m = realloc(b->remaps, cap * sizeof(*m));
+
+			if (m) {
+				b->remaps = m;
+				b->remaps_cap = cap;
+			}
+		}
+		if (b->nremaps < b->remaps_cap)
 			b->remaps[b->nremaps++] = (struct batch_remap){ from, to, len };
 		else
 			b->remap_overflow = true;
@@ -846,17 +874,6 @@ out:
 	batch_free(b);
 	evict_pick_free(t);
 	return r;
-}
-
-static uint64_t batch_translate(const struct batch *b, uint64_t addr)
-{
-	for (uint32_t i = 0; i < b->nremaps; i++) {
-		const struct batch_remap *m = &b->remaps[i];
-
-		if (addr >= m->from && addr < m->from + m->len)
-			addr = m->to + (addr - m->from);
-	}
-	return addr;
 }
 
 /*

@@ -594,8 +594,10 @@ static void *race_thread(void *arg)
 			fill_page(want, 18, i);
 			if (memcmp(race_at[at] + i * PAGE, want, PAGE)) {
 				if (atomic_fetch_add(&race_bad, 1) < 5)
-					fprintf(stderr, "mremap_race: page %zu differs after move %zu\n", i,
-						atomic_load(&race_moves));
+					fprintf(stderr, "mremap_race: page %zu (%p) differs after move %zu%s\n",
+						i, (void *)(race_at[at] + i * PAGE),
+						atomic_load(&race_moves),
+						is_zero(race_at[at] + i * PAGE, PAGE) ? ": zeros" : "");
 			}
 		}
 	}
