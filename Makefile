@@ -51,6 +51,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/c
 ITEST_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/*.c))
 # the bench workload too: the test of a process faulting at full speed runs it
 ITEST_PROGS += $(BUILD)/tests/workload
+# libraries the integration tests preload next to the shim
+ITEST_PROGS += $(patsubst tests/integration/preload/%.c,$(BUILD)/tests/%.so,$(wildcard tests/integration/preload/*.c))
 
 all: $(BUILD)/zswapd $(BUILD)/zswapctl $(BUILD)/libzswap.so
 
@@ -99,6 +101,12 @@ $(BUILD)/tests/%: tests/integration/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+# Never sanitized, like the shim: preloaded ahead of everything.
+$(BUILD)/tests/%.so: tests/integration/preload/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(SHIM_CFLAGS) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -o $@ $< -ldl
 
 check-unit: $(UNIT_TESTS)
 	@fail=0; for t in $(UNIT_TESTS); do \

@@ -147,7 +147,10 @@ int target_adopt(struct target *t, struct conn *c)
 			return r;
 	}
 	ready.staging_pages = t->staging_pages;
-	ready.flags = t->d->cfg.agent_move ? ZS_READY_MOVE : 0;
+	/* UFFDIO_API reported what this kernel has: without MOVE, every move
+	 * would fail and be vetoed, and nothing would ever be evicted. */
+	if (t->d->cfg.agent_move && (t->features & UFFD_FEATURE_MOVE))
+		ready.flags |= ZS_READY_MOVE;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2) */

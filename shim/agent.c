@@ -107,41 +107,66 @@ static void agent_scratch_setup(struct agent *a)
 }
 
 /*
- * Moves [addr, addr + len) out of the app into the scratch slots from
- * `slot` on.  A page the kernel will not move (shared with a forked child,
- * KSM, an mm that keeps changing) is vetoed: it stays, and zswapd leaves it
- * out of the commit, as if the agent had written to it.
+ * A veto that came in between our look at the vetoes and the move (our own
+ * write to that page, from something interposed on our system calls) finds
+ * the page moved out already, with that write in it.  zswapd leaves a
+ * vetoed page out of the commit, so it must go back, or it is lost.  If an
+ * app thread read it meanwhile (served from the staging copy) the move back
+ * finds the place taken and only that one write is lost.
  */
-static void agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t slot)
+static void agent_unmove_vetoed(struct agent *a, uint64_t addr, size_t npages, uint32_t slot)
+{
+	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+
+	for (size_t k = 0; k < npages; k++) {
+		struct uffdio_move mv = {
+			.dst = addr + k * SHIM_PAGE,
+			.src = (uint64_t)(uintptr_t)a->scratch + ((uint64_t)slot + k) * SHIM_PAGE,
+			.len = SHIM_PAGE,
+		};
+
+		if (veto[slot + k])
+			syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv);
+	}
+}
+
+/*
+ * Moves pages from addr on, up to len bytes, out of the app into the
+ * scratch slots from `slot` on, and returns how many it dealt with: moved,
+ * or vetoed because the kernel will not move it (shared with a forked
+ * child, KSM, an mm that keeps changing; it stays, and zswapd leaves it out
+ * of the commit, as if the agent had written to it).  It stops at the first
+ * short move: the caller reads the vetoes again before the next one, since
+ * one may have come in meanwhile (our own write to a page further on, from
+ * something interposed) and a vetoed page moved anyway would be lost.
+ */
+static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t slot)
 {
 	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct timespec ts = { 0, 20000 };
-	unsigned tries = 0;
-	size_t off = 0;
 
-	while (off < len) {
+	for (unsigned tries = 0;; tries++) {
 		struct uffdio_move mv = {
-			.dst = (uint64_t)(uintptr_t)a->scratch + (uint64_t)slot * SHIM_PAGE + off,
-			.src = addr + off,
-			.len = len - off,
+			.dst = (uint64_t)(uintptr_t)a->scratch + (uint64_t)slot * SHIM_PAGE,
+			.src = addr,
+			.len = len,
 			.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
 		};
 		long r = syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv);
 		int err = r < 0 ? errno : 0;
-		size_t moved = r == 0 ? len - off : mv.move > 0 ? (size_t)mv.move : 0;
+		size_t moved = r == 0 ? len : mv.move > 0 ? (size_t)mv.move : 0;
 
 		a->scratch_moved += moved / SHIM_PAGE;
-		off += moved;
-		if (off >= len)
-			break;
-		if (moved == 0 && err == EAGAIN && ++tries < AGENT_MOVE_TRIES) {
+		if (moved > 0) {
+			agent_unmove_vetoed(a, addr, moved / SHIM_PAGE, slot);
+			return moved / SHIM_PAGE;
+		}
+		if (err == EAGAIN && tries + 1 < AGENT_MOVE_TRIES) {
 			syscall(SYS_nanosleep, &ts, NULL);
 			continue;
 		}
-		if (moved == 0) {
-			veto[slot + off / SHIM_PAGE] = 1;
-			off += SHIM_PAGE;
-		}
+		veto[slot] = 1;
+		return 1;
 	}
 }
 
@@ -159,12 +184,13 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 		}
 		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
 			;
-		if (a->scratch)
-			agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
-				   run->staging_slot + (uint32_t)i);
-		else
-			syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE,
-				(j - i) * SHIM_PAGE, MADV_DONTNEED);
+		if (a->scratch) {
+			i += agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
+					run->staging_slot + (uint32_t)i);
+			continue;
+		}
+		syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
+			MADV_DONTNEED);
 		i = j;
 	}
 }
