@@ -32,13 +32,18 @@ static void ctl_put(struct zs_stat *out, size_t *n, size_t max, const char *name
 
 void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t max)
 {
-	uint64_t targets = 0, index_bytes = 0;
+	uint64_t targets = 0, targets_moving = 0, index_bytes = 0;
 	size_t n = 0;
 
 	for (struct target *t = d->targets; t; t = t->next) {
 		if (t->dead)
 			continue;
 		targets++;
+		/* An agent publishes its scratch area once it moves pages out. */
+		if (t->staging &&
+		    __atomic_load_n(&ZS_STAGING_SCRATCH(t->staging, t->staging_pages)[1],
+				    __ATOMIC_ACQUIRE))
+			targets_moving++;
 		index_bytes += idx_mem_bytes(t->idx);
 	}
 	ctl_put(out, &n, max, "stored_pages", d->st.stored_pages);
@@ -66,6 +71,7 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "loads", d->st.loads);
 	ctl_put(out, &n, max, "invalidates", d->st.invalidates);
 	ctl_put(out, &n, max, "targets", targets);
+	ctl_put(out, &n, max, "targets_moving", targets_moving);
 	ctl_put(out, &n, max, "zero_fills", d->st.zero_fills);
 	ctl_put(out, &n, max, "faults_deferred", d->st.faults_deferred);
 	ctl_put(out, &n, max, "faults_throttled", d->st.faults_throttled);

@@ -339,7 +339,7 @@ bool wb_busy(const struct daemon *d);
 
 /* fault.c */
 int fault_copy_page(struct target *t, uint64_t addr, const void *page, bool wake);
-int uffd_copy_checked(struct target *t, uint64_t addr, int r);
+int uffd_fill_checked(struct target *t, uint64_t addr, int r);
 void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
 int fault_serve(struct target *t, const struct uffd_msg *msg);
 void fault_retry_all(struct daemon *d);

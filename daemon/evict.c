@@ -774,7 +774,7 @@ int evict_start(struct target *t)
 	struct vmscan_run *runs;
 	struct vmscan_result res;
 	struct batch *b = NULL;
-	uint32_t slot = 0;
+	uint32_t slot = 0, dups;
 	int r;
 
 	if (t->batch || !t->conn || !t->agent_tid || t->dead || t->d->stopping)
@@ -787,6 +787,14 @@ int evict_start(struct target *t)
 	}
 	runs = t->pick->runs;
 	res = t->pick->res;
+	dups = vmscan_runs_dedup(runs, &res.nruns);
+	if (dups) {
+		/* The sweep and the log of loads are meant never to pick one page
+		 * both: say so if they did, rather than lose it. */
+		log_warning("pid %d: %u pages picked twice for one batch, taken once", (int)t->pid,
+			    dups);
+		res.npages -= dups;
+	}
 	log_debug("pid %d: picked %u pages in %zu runs in %llu us", (int)t->pid, res.npages,
 		  res.nruns, (unsigned long long)(now_usec() - t->pick->started_usec));
 	if (res.npages == 0)
@@ -884,7 +892,7 @@ out:
 static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 {
 	struct entry *e;
-	int r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, page, false));
+	int r = uffd_fill_checked(t, addr, fault_copy_page(t, addr, page, false));
 
 	if (r == -EEXIST)
 		return 0; /* mapped meanwhile: nothing to put back */

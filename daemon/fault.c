@@ -148,19 +148,19 @@ int fault_copy_page(struct target *t, uint64_t addr, const void *page, bool wake
 }
 
 /*
- * UFFDIO_COPY says EEXIST when the page is there, but also when the PMD
+ * UFFDIO_COPY (and ZEROPAGE) says EEXIST when the page is there, but also when the PMD
  * above it is not a page table it can fill: a huge page, or a PMD that is
  * not present at that instant (mfill_establish_pmd, mm/userfaultfd.c).  On
  * EEXIST the caller drops the entry, or the page it was putting back,
  * believing the process has it: never on the ioctl's word alone.  A page
  * that is not there after all is EAGAIN, retried like any other.
  */
-int uffd_copy_checked(struct target *t, uint64_t addr, int r)
+int uffd_fill_checked(struct target *t, uint64_t addr, int r)
 {
 	if (r != -EEXIST || t->pid == 0 || proc_page_present(t->pid, addr) != 0)
 		return r;
 	t->d->st.uffd_errors++;
-	log_warning("pid %d: UFFDIO_COPY at %#llx said EEXIST on a missing page; retrying",
+	log_warning("pid %d: UFFDIO_COPY/ZEROPAGE at %#llx said EEXIST on a missing page; retrying",
 		    (int)t->pid, (unsigned long long)addr);
 	return -EAGAIN;
 }
@@ -203,6 +203,17 @@ static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
 	return fault_msgs_push(&t->retry, &t->nretry, &t->retry_cap, msg);
 }
 
+/* One debug line per fault served: what it found, and what the ioctl said. */
+static void fault_log(const struct target *t, const struct uffd_msg *msg, const char *what, int r)
+{
+	if (log_get_level() < LOG_LVL_DEBUG)
+		return;
+	log_debug("pid %d: fault at %#llx (%s%s) tid %u: %d", (int)t->pid,
+		  (unsigned long long)(msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1)),
+		  what, msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE ? ", write" : "",
+		  msg->arg.pagefault.feat.ptid, r);
+}
+
 /*
  * Serves one missing-page fault now: the entry if there is one (and drops
  * it: the page is the app's again), else a zero page.  Returns 0 when the
@@ -213,15 +224,12 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 	uint64_t addr = msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
 	uint64_t pgno = addr >> ZS_PAGE_SHIFT;
 	struct daemon *d = t->d;
+	const char *what;
 	struct entry *e;
 	int r;
 
 	e = idx_lookup(t->idx, pgno);
-	if (log_get_level() >= LOG_LVL_DEBUG)
-		log_debug("pid %d: fault at %#llx (%s%s) tid %u", (int)t->pid, (unsigned long long)addr,
-			  e ? "entry" : "no entry",
-			  msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE ? ", write" : "",
-			  msg->arg.pagefault.feat.ptid);
+	what = !e ? "no entry" : e->where == ENTRY_ON_DISK ? "on disk" : "entry";
 	if (!e) {
 		if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) {
 			memset(d->page_buf, 0, ZS_PAGE_SIZE);
@@ -239,6 +247,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		r = wb_read(t, msg, e);
 		if (r == 0)
 			wb_readahead(t, addr);
+		fault_log(t, msg, what, r);
 		return r < 0 ? -EAGAIN : 0;
 	}
 	if (e->readahead) {
@@ -247,7 +256,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		wb_readahead(t, addr); /* a sequential reader keeps its readahead going */
 	}
 	if (entry_is_zero(e) && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE)) {
-		r = fault_zeropage(t, addr);
+		r = uffd_fill_checked(t, addr, fault_zeropage(t, addr));
 	} else {
 		r = entry_load(d, e, d->page_buf);
 		if (r < 0) {
@@ -258,7 +267,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 			d->st.uffd_errors++;
 			return 0;
 		}
-		r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
+		r = uffd_fill_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
 	}
 	if (r == 0 || r == -EEXIST) {
 		/* EEXIST: mapped meanwhile by a COPY of ours; the entry is stale either way. */
@@ -270,8 +279,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		entry_put(d, e);
 	}
 done:
-	if (log_get_level() >= LOG_LVL_DEBUG)
-		log_debug("pid %d: fault at %#llx: %d", (int)t->pid, (unsigned long long)addr, r);
+	fault_log(t, msg, what, r);
 	switch (r) {
 	case 0:
 		t->faults_since_check++;

@@ -339,6 +339,42 @@ int vmscan_pick_pages(int pagemap_fd, const struct vma *vmas, size_t nvmas, cons
 	return 0;
 }
 
+static int vmscan_run_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct vmscan_run *)a)->addr, y = ((const struct vmscan_run *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+uint32_t vmscan_runs_dedup(struct vmscan_run *runs, size_t *n)
+{
+	uint64_t covered = 0; /* end of what the runs kept so far hold */
+	uint32_t removed = 0;
+	size_t kept = 0;
+
+	qsort(runs, *n, sizeof(*runs), vmscan_run_cmp);
+	for (size_t i = 0; i < *n; i++) {
+		struct vmscan_run r = runs[i];
+		uint64_t end = r.addr + ((uint64_t)r.npages << ZS_PAGE_SHIFT);
+
+		if (end <= covered) {
+			removed += r.npages;
+			continue;
+		}
+		if (r.addr < covered) {
+			uint32_t left = (uint32_t)((end - covered) >> ZS_PAGE_SHIFT);
+
+			removed += r.npages - left;
+			r.addr = covered;
+			r.npages = left;
+		}
+		covered = end;
+		runs[kept++] = r;
+	}
+	*n = kept;
+	return removed;
+}
+
 int vmscan_registered(const char *smaps, struct vma **ret_vmas, size_t *ret_n)
 {
 	struct vma *v = NULL;

@@ -68,6 +68,16 @@ int vmscan_pick_pages(int pagemap_fd, const struct vma *vmas, size_t nvmas, cons
  * this process alone (what vmscan_pick takes); 0 on a read error. */
 uint32_t vmscan_evictable_prefix(int pagemap_fd, uint64_t addr, uint32_t npages);
 
+/*
+ * Sorts runs[0..*n) by address and takes out what a run shares with one
+ * before it (trimmed, or dropped if nothing is left), so that no page is in
+ * a batch twice: a fault looks its page up in the first run that holds it,
+ * and would find that copy committed (nothing to serve) while the other
+ * was still on its way to the index, and read zeros.  Returns the pages
+ * taken out.
+ */
+uint32_t vmscan_runs_dedup(struct vmscan_run *runs, size_t *n);
+
 /* Sum of the pages in vmas. */
 uint64_t vmscan_total_pages(const struct vma *vmas, size_t n);
 

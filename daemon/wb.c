@@ -416,7 +416,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 	}
 	d->st.swap_reads++;
 	d->st.swap_read_bytes += WB_BLOCK;
-	r = uffd_copy_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
+	r = uffd_fill_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
 	if (r == 0 || r == -EEXIST) {
 		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
 		target_note_refault(t, addr, e);

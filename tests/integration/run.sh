@@ -264,6 +264,10 @@ t_limit() {
 	# it would be 96 MiB.
 	[ "$max" -le $((32 * 1024 * 150 / 100)) ]
 	"$CTL" limit "$pid" none | grep -q "no limit"
+	# From Linux 6.8 on (UFFDIO_MOVE) its agent moves pages out by default, and stats say so.
+	if [ "$(printf '%s\n' 6.8 "$(uname -r)" | sort -V | head -n1)" = 6.8 ]; then
+		[ "$(stat_of targets_moving)" = 1 ]
+	fi
 	kill -USR1 $pid
 	wait $pid
 	cat "$TMP/hold.out"

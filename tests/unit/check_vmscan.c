@@ -141,6 +141,38 @@ START_TEST(test_pick_pages)
 }
 END_TEST
 
+/* No page twice in a batch: overlaps trimmed or dropped, runs sorted. */
+START_TEST(test_runs_dedup)
+{
+	const uint64_t P = 4096, A = 0x100000;
+	struct vmscan_run runs[] = {
+		{ .addr = A + 10 * P, .npages = 4 }, /* 10..13 */
+		{ .addr = A, .npages = 4 },	     /* 0..3 */
+		{ .addr = A + 2 * P, .npages = 4 },  /* 2..5: 4..5 left */
+		{ .addr = A + 11 * P, .npages = 2 }, /* inside 10..13: gone */
+		{ .addr = A + 6 * P, .npages = 1 },  /* 6: kept */
+		{ .addr = A + 12 * P, .npages = 3 }, /* 12..14: 14 left */
+	};
+	size_t n = sizeof(runs) / sizeof(runs[0]);
+
+	ck_assert_uint_eq(vmscan_runs_dedup(runs, &n), 2 + 2 + 2);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(runs[0].addr, A);
+	ck_assert_uint_eq(runs[0].npages, 4);
+	ck_assert_uint_eq(runs[1].addr, A + 4 * P);
+	ck_assert_uint_eq(runs[1].npages, 2);
+	ck_assert_uint_eq(runs[2].addr, A + 6 * P);
+	ck_assert_uint_eq(runs[3].addr, A + 10 * P);
+	ck_assert_uint_eq(runs[3].npages, 4);
+	ck_assert_uint_eq(runs[4].addr, A + 14 * P);
+	ck_assert_uint_eq(runs[4].npages, 1);
+
+	n = 0;
+	ck_assert_uint_eq(vmscan_runs_dedup(runs, &n), 0);
+	ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vmscan");
@@ -153,6 +185,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_empty_and_garbage);
 	tcase_add_test(tc, test_registered);
 	tcase_add_test(tc, test_pick_pages);
+	tcase_add_test(tc, test_runs_dedup);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
