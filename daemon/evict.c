@@ -609,10 +609,12 @@ static int evict_cmp_u64(const void *a, const void *b)
  * ago go first, those with a second chance once more to the tail (renewed
  * in the hot set, as if back now).  An entry is dropped when its page came
  * back again since (a later entry stands for it), compresses poorly, or is
- * out of the hot window (the sweep takes those: a page must never be in a
- * batch twice, and this pass may add to what a sweep picked); one whose
- * page is no longer present (evicted, unmapped) is dropped by
- * vmscan_pick_pages.  Looks at most
+ * out of the hot window (the sweep takes those: this pass may add to what a
+ * sweep picked); one whose page is no longer present (evicted, unmapped) is
+ * dropped by vmscan_pick_pages.  A second chance renews an entry before the
+ * window is looked at, so a page the sweep took as cold can come round
+ * again within the same pick, hot now, and be taken twice: evict_start
+ * takes the double out (vmscan_runs_dedup).  Looks at most
  * EVICT_LOG_LOOKS entries per page wanted, so a log of second chances
  * costs a bounded turn.
  */

@@ -264,10 +264,8 @@ t_limit() {
 	# it would be 96 MiB.
 	[ "$max" -le $((32 * 1024 * 150 / 100)) ]
 	"$CTL" limit "$pid" none | grep -q "no limit"
-	# From Linux 6.8 on (UFFDIO_MOVE) its agent moves pages out by default, and stats say so.
-	if [ "$(printf '%s\n' 6.8 "$(uname -r)" | sort -V | head -n1)" = 6.8 ]; then
-		[ "$(stat_of targets_moving)" = 1 ]
-	fi
+	# By default its agent drops pages with MADV_DONTNEED, and stats say so.
+	[ "$(stat_of targets_moving)" = 0 ]
 	kill -USR1 $pid
 	wait $pid
 	cat "$TMP/hold.out"
@@ -535,20 +533,26 @@ restart_with() {
 	start_daemon
 }
 
-t_agent_dontneed() {
-	# The same hazards with the agent dropping pages by MADV_DONTNEED, as
-	# on a kernel without UFFDIO_MOVE (the default moves them out).
-	restart_with "agent_move = no"
+t_agent_move() {
+	# The same hazards with the agent taking pages out by UFFDIO_MOVE
+	# (agent_move = yes; the default drops them with MADV_DONTNEED).
+	restart_with "agent_move = yes"
 	shimmed "$MEMTEST" threads
 	shimmed "$MEMTEST" churn
 	shimmed "$MEMTEST" fork
 	shimmed "$MEMTEST" fork_reclaim
 	shimmed "$MEMTEST" discard
 	shimmed "$MEMTEST" mremap_race
-	local batches
-	batches=$(stat_of evict_batches)
-	echo "result: agent_dontneed: $batches batches, $(stat_of evict_moved_batches) moved out"
-	[ "$batches" -gt 100 ] && [ "$(stat_of evict_moved_batches)" = 0 ]
+	local moved
+	moved=$(stat_of evict_moved_batches)
+	echo "result: agent_move: $moved of $(stat_of evict_batches) batches moved out"
+	[ "$moved" -gt 100 ]
+	# A live process evicted from by moves, and stats say so.
+	hold_start "$TMP/hold.out" 16
+	"$CTL" reclaim "$HOLD_PID" 8M >/dev/null
+	[ "$(stat_of targets_moving)" = 1 ]
+	kill -USR1 "$HOLD_PID"
+	wait "$HOLD_PID"
 	stop_daemon
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	start_daemon
@@ -557,14 +561,17 @@ t_agent_dontneed() {
 t_agent_writes() {
 	# The agent writes to a page of its own batch right before moving it
 	# out (agentwrite.so, as a sanitizer or tracer would): the page must be
-	# vetoed, stay, and keep its bytes.  Also shows that the default
-	# configuration moves pages out: agentwrite writes only then.
+	# vetoed, stay, and keep its bytes.
+	restart_with "agent_move = yes"
 	LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32 2>"$TMP/aw.err"
 	cat "$TMP/aw.err"
 	local writes
 	writes=$(sed -n 's/^agentwrite: \([0-9]*\) pages.*/\1/p' "$TMP/aw.err")
 	echo "result: agent_writes: $writes pages written by the agent mid-batch, all back intact"
 	[ "${writes:-0}" -gt 0 ]
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
 }
 
 t_writeback() {
@@ -762,7 +769,7 @@ run fork_reclaim t_fork_reclaim
 run discard t_discard
 run mremap t_mremap
 run mremap_race t_mremap_race
-run agent_dontneed t_agent_dontneed
+run agent_move t_agent_move
 run agent_writes t_agent_writes
 run kernel_access t_kernel_access
 run exec t_exec
