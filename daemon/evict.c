@@ -791,8 +791,8 @@ int evict_start(struct target *t)
 	res = t->pick->res;
 	dups = vmscan_runs_dedup(runs, &res.nruns);
 	if (dups) {
-		/* The sweep and the log of loads are meant never to pick one page
-		 * both: say so if they did, rather than lose it. */
+		/* The log pass took a page this pick's sweep took too (see
+		 * evict_pick_log): once only, and say so, as it is rare. */
 		log_warning("pid %d: %u pages picked twice for one batch, taken once", (int)t->pid,
 			    dups);
 		res.npages -= dups;
