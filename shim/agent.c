@@ -131,6 +131,21 @@ static void agent_unmove_vetoed(struct agent *a, uint64_t addr, size_t npages, u
 }
 
 /*
+ * Whether scratch slot `slot` holds a page.  Only our moves of this batch
+ * fill it (the scratch is dropped after each batch), so a page there was
+ * moved, whatever the ioctl said: a move that reported failure but had
+ * taken the page, then vetoed, was a page lost (seen once, 2026-12-03: a
+ * vetoed slot whose page was gone).  mincore() sees anonymous pages.
+ */
+static bool agent_slot_filled(const struct agent *a, uint32_t slot)
+{
+	unsigned char vec = 0;
+
+	return syscall(SYS_mincore, a->scratch + (size_t)slot * SHIM_PAGE, SHIM_PAGE, &vec) == 0 &&
+	       (vec & 1);
+}
+
+/*
  * Moves pages from addr on, up to len bytes, out of the app into the
  * scratch slots from `slot` on, and returns how many it dealt with: moved,
  * or vetoed because the kernel will not move it (shared with a forked
@@ -160,6 +175,12 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 		if (moved > 0) {
 			agent_unmove_vetoed(a, addr, moved / SHIM_PAGE, slot);
 			return moved / SHIM_PAGE;
+		}
+		if (agent_slot_filled(a, slot)) {
+			/* Reported as not moved, but it is in our scratch slot: moved. */
+			a->scratch_moved++;
+			agent_unmove_vetoed(a, addr, 1, slot);
+			return 1;
 		}
 		if (err == EAGAIN && tries + 1 < AGENT_MOVE_TRIES) {
 			syscall(SYS_nanosleep, &ts, NULL);
