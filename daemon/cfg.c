@@ -195,7 +195,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * ioctl and no uffd event, instead of MADV_DONTNEED, whose REMOVE event
 	 * it must wait on and which makes the daemon's UFFDIO_COPY say EAGAIN
 	 * meanwhile: about 4x the throughput under a limit here.  Off by
-	 * default: with it, three runs on 2026-12-03 each lost one page by a
+	 * default: with it, five runs of about 100 on 2026-12-03 each lost one page by a
 	 * path not found (README, "Where zswapd stands").  A kernel without
 	 * UFFDIO_MOVE gets MADV_DONTNEED whatever this says.  Read when a
 	 * process registers.
