@@ -59,6 +59,7 @@ struct stats {
 	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
 	uint64_t evict_batches;	     /* cumulative */
 	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
+	uint64_t agent_move_misreports; /* cumulative: moves said failed that had moved the page */
 	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
 	uint64_t proto_errors;	     /* cumulative: malformed messages, connections dropped */
@@ -200,6 +201,7 @@ struct target {
 	int staging_fd;
 	uint8_t *staging;
 	uint32_t staging_pages;
+	uint64_t mismoves_seen; /* ZS_STAGING_MISMOVES when the last batch ended */
 	struct batch *batch;
 	struct reclaim *reclaim;
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
@@ -350,6 +352,7 @@ bool fault_retry_pending(const struct daemon *d);
 void fault_release_throttled(struct daemon *d);
 bool fault_throttled_pending(const struct daemon *d);
 int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
+int uffd_zeropage(struct target *t, uint64_t addr);
 int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
 int uffd_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
 

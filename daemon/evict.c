@@ -324,9 +324,7 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 	int r;
 
 	if (b->dead[slot]) {
-		struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE } };
-
-		r = ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0 ? -errno : 0;
+		r = uffd_zeropage(t, addr);
 	} else {
 		/* EEXIST: the page is there, the agent has not taken it yet (a
 		 * fault read late): the agent and the commit go on with it as
@@ -979,8 +977,28 @@ void evict_forget_child(struct daemon *d, struct target *child)
 	child->batch_parent = NULL;
 }
 
+/*
+ * The agent took pages UFFDIO_MOVE had reported not moved (agent.c,
+ * agent_slot_filled): counted, and said once per process, since a kernel
+ * that does this would lose those pages under any agent that believed it.
+ */
+static void evict_note_mismoves(struct target *t)
+{
+	uint64_t now = __atomic_load_n(ZS_STAGING_MISMOVES(t->staging, t->staging_pages),
+				       __ATOMIC_RELAXED);
+
+	if (now == t->mismoves_seen)
+		return;
+	if (!t->mismoves_seen)
+		log_warning("pid %d: UFFDIO_MOVE reported a page not moved that it had moved; "
+			    "the agent took it as moved (agent_move_misreports)", (int)t->pid);
+	t->d->st.agent_move_misreports += now - t->mismoves_seen;
+	t->mismoves_seen = now;
+}
+
 static void evict_finish(struct target *t, struct batch *b)
 {
+	evict_note_mismoves(t);
 	for (uint32_t f = 0; f < b->nforks; f++)
 		b->forks[f]->batch_parent = NULL;
 	for (uint32_t i = 0; i < b->nruns; i++)

@@ -43,6 +43,15 @@ int uffd_wake(struct target *t, uint64_t addr, uint64_t len)
 	return 0;
 }
 
+int uffd_zeropage(struct target *t, uint64_t addr)
+{
+	struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE }, .mode = 0 };
+
+	if (ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0)
+		return -errno;
+	return 0;
+}
+
 static int uffd_unprotect_now(struct target *t, uint64_t addr, uint64_t len)
 {
 	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = len }, .mode = 0 };
@@ -165,15 +174,6 @@ int uffd_fill_checked(struct target *t, uint64_t addr, int r)
 	return -EAGAIN;
 }
 
-static int fault_zeropage(struct target *t, uint64_t addr)
-{
-	struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE }, .mode = 0 };
-
-	if (ioctl(t->uffd_w.fd, UFFDIO_ZEROPAGE, &zp) < 0)
-		return -errno;
-	return 0;
-}
-
 /* Asks our agent to leave a gap between its drops (ZS_STAGING_HOLD). */
 static void fault_hold_agent(struct target *t, bool hold)
 {
@@ -235,7 +235,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 			memset(d->page_buf, 0, ZS_PAGE_SIZE);
 			r = fault_copy_page(t, addr, d->page_buf, true);
 		} else {
-			r = fault_zeropage(t, addr);
+			r = uffd_zeropage(t, addr);
 		}
 		if (r == 0)
 			d->st.zero_fills++;
@@ -256,7 +256,7 @@ int fault_serve(struct target *t, const struct uffd_msg *msg)
 		wb_readahead(t, addr); /* a sequential reader keeps its readahead going */
 	}
 	if (entry_is_zero(e) && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE)) {
-		r = uffd_fill_checked(t, addr, fault_zeropage(t, addr));
+		r = uffd_fill_checked(t, addr, uffd_zeropage(t, addr));
 	} else {
 		r = entry_load(d, e, d->page_buf);
 		if (r < 0) {

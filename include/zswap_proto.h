@@ -145,6 +145,15 @@ struct zs_uffd {
 #define ZS_STAGING_SCRATCH(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 24))
 
+/*
+ * The word before the scratch words: how many times the agent found a page
+ * in its scratch slot after UFFDIO_MOVE had reported it not moved, and took
+ * it as moved (agent.c, agent_slot_filled).  Only the agent writes it; the
+ * daemon adds what is new to the agent_move_misreports counter.
+ */
+#define ZS_STAGING_MISMOVES(staging, pages) \
+	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 32))
+
 /* ZS_READY flags */
 #define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */
 

@@ -178,6 +178,8 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 		}
 		if (agent_slot_filled(a, slot)) {
 			/* Reported as not moved, but it is in our scratch slot: moved. */
+			__atomic_fetch_add(ZS_STAGING_MISMOVES(shim.staging, shim.staging_len / SHIM_PAGE),
+					   1, __ATOMIC_RELAXED);
 			a->scratch_moved++;
 			agent_unmove_vetoed(a, addr, 1, slot);
 			return 1;

@@ -574,6 +574,24 @@ t_agent_writes() {
 	start_daemon
 }
 
+t_agent_misreport() {
+	# UFFDIO_MOVE says nothing moved although it moved a page (movelie.so
+	# makes every fifth move do that): the agent must find the page in its
+	# scratch area and count it moved, not veto it and lose it.
+	restart_with "agent_move = yes"
+	LD_PRELOAD="$SHIM $B/tests/movelie.so" "$MEMTEST" basic 32 32 2>"$TMP/ml.err"
+	cat "$TMP/ml.err"
+	local lies counted
+	lies=$(sed -n 's/^movelie: \([0-9]*\) moves.*/\1/p' "$TMP/ml.err")
+	counted=$(stat_of agent_move_misreports)
+	echo "result: agent_misreport: $lies moves misreported, $counted counted, every page back intact"
+	[ "${lies:-0}" -gt 0 ]
+	[ "$counted" = "$lies" ]
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
 t_writeback() {
 	command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
 	# A pool of 4 MiB in front of a 256 MiB swap file: most pages end up on
@@ -771,6 +789,7 @@ run mremap t_mremap
 run mremap_race t_mremap_race
 run agent_move t_agent_move
 run agent_writes t_agent_writes
+run agent_misreport t_agent_misreport
 run kernel_access t_kernel_access
 run exec t_exec
 run compressors t_compressors
