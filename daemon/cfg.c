@@ -200,7 +200,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * UFFDIO_MOVE gets MADV_DONTNEED whatever this says.  Read when a
 	 * process registers.
 	 */
-	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent_move), "no", 0, 0, "yes or no" },
+	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent_move), "yes", 0, 0, "yes or no" },
 	/* The writeback tier is off until an operator names a file and a size. */
 	{ "swap_file", cfg_parse_path_or_none, CFG_FIELD(swap_file), "none", 0, 0,
 	  "an absolute path shorter than 108 bytes, or none" },

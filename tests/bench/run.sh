@@ -66,13 +66,17 @@
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there, a directory per part
 # (report.py --cases DIR/cases re-reads compare's).  BENCH_ZSWAPD_CONF adds
-# config lines to every zswapd the bench starts (e.g. "agent_move = yes"),
+# config lines to every zswapd the bench starts (e.g. "agent_move = no"),
 # to measure a setting against the default; the results' command says so.
+# BENCH_HALT_POLL_NS sets the KVM guest's haltpoll cpuidle polling
+# (/sys/module/haltpoll/parameters/guest_halt_poll_ns) for every case of
+# the run, and puts it back after; BENCH_OUT writes the results to another
+# directory than tests/bench/results.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=$ROOT/${BUILD:-build}
-OUT=$ROOT/tests/bench/results
+OUT=${BENCH_OUT:-$ROOT/tests/bench/results}
 QUICK=0 PARTS=
 for arg in "$@"; do
 	case $arg in
@@ -103,6 +107,8 @@ CGPREFIX=zswapd-bench.
 ZSWAP=/sys/module/zswap/parameters
 DEBUGFS=/sys/kernel/debug
 ZSWAP_SAVED=                            # "enabled compressor max_pool_percent shrinker" once changed
+HALTPOLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+HALTPOLL_SAVED=                         # its value before BENCH_HALT_POLL_NS
 DEBUGFS_MOUNTED=0
 CG=                                     # the memory cgroup of the current case
 DPID='' WPID='' LPID='' KPID=''         # zswapd, workload, fallback limiter, budget keeper
@@ -141,6 +147,12 @@ zswap_restore() {
 	ZSWAP_SAVED=
 }
 
+haltpoll_restore() {
+	[ -n "$HALTPOLL_SAVED" ] || return 0
+	echo "$HALTPOLL_SAVED" >"$HALTPOLL"
+	HALTPOLL_SAVED=
+}
+
 cgroup_remove() {
 	[ -n "$CG" ] || return 0
 	# The tasks are gone (killed and reaped) before we get here; a v1 memory
@@ -167,6 +179,7 @@ cleanup() {
 	swap_off
 	rm -f "$SWAPFILE" "$WBFILE"
 	zswap_restore
+	haltpoll_restore
 	cgroup_remove
 	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
 	rm -f "$STATE"
@@ -203,6 +216,7 @@ recover_stale() {
 		while read -r what a b c d; do
 			case $what in
 			zswap) ZSWAP_SAVED="$a $b $c ${d:--}"; zswap_restore ;;
+			haltpoll) HALTPOLL_SAVED=$a; haltpoll_restore ;;
 			debugfs) if mountpoint -q "$DEBUGFS"; then umount "$DEBUGFS"; fi ;;
 			esac
 		done <"$STATE"
@@ -221,6 +235,16 @@ recover_stale() {
 	rm -f "$STATE"
 }
 recover_stale
+
+if [ -n "${BENCH_HALT_POLL_NS:-}" ]; then
+	case $BENCH_HALT_POLL_NS in
+	*[!0-9]*) echo "bench: BENCH_HALT_POLL_NS must be a number of nanoseconds" >&2; exit 2 ;;
+	esac
+	[ -w "$HALTPOLL" ] || { echo "bench: BENCH_HALT_POLL_NS: no $HALTPOLL (not a KVM guest with haltpoll)" >&2; exit 2; }
+	HALTPOLL_SAVED=$(cat "$HALTPOLL")
+	state_add "haltpoll $HALTPOLL_SAVED"
+	echo "$BENCH_HALT_POLL_NS" >"$HALTPOLL"
+fi
 
 start_daemon() {  # COMPRESSOR [CONFIG]
 	local conf=${2:-}
@@ -620,7 +644,7 @@ run_compare() {
 	done
 	rm -f "$SWAPFILE"
 
-	local cmd="${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}" target=bench
+	local cmd="${BENCH_HALT_POLL_NS:+BENCH_HALT_POLL_NS=$BENCH_HALT_POLL_NS }${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}" target=bench
 	[ $QUICK -eq 1 ] && target=bench-quick
 	[ -n "${MAKELEVEL:-}" ] && cmd="make $target ($cmd)"
 	if ! command -v gnuplot >/dev/null; then
@@ -678,7 +702,7 @@ run_writeback() {
 	CASE_LIMIT= CASE_CONF=
 	rm -f "$SWAPFILE" "$WBFILE"
 
-	local cmd="${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}"
+	local cmd="${BENCH_HALT_POLL_NS:+BENCH_HALT_POLL_NS=$BENCH_HALT_POLL_NS }${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}"
 	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/wbcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap files on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE, $WBFILE)" \
 		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
