@@ -194,11 +194,11 @@ static const struct cfg_key cfg_keys[] = {
 	 * yes: the agent takes pages out with UFFDIO_MOVE (Linux 6.8+), one
 	 * ioctl and no uffd event, instead of MADV_DONTNEED, whose REMOVE event
 	 * it must wait on and which makes the daemon's UFFDIO_COPY say EAGAIN
-	 * meanwhile: about 4x the throughput under a limit here.  Off by
-	 * default: with it, five runs of about 100 on 2026-12-03 each lost one page by a
-	 * path not found (README, "Where zswapd stands").  A kernel without
-	 * UFFDIO_MOVE gets MADV_DONTNEED whatever this says.  Read when a
-	 * process registers.
+	 * meanwhile: about 4x the throughput under a limit here.  (It was off
+	 * for a while: moves lost single pages until the agent learnt that a
+	 * move reported as failed may have moved the page; README, "How
+	 * agent_move lost pages".)  A kernel without UFFDIO_MOVE gets
+	 * MADV_DONTNEED whatever this says.  Read when a process registers.
 	 */
 	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent_move), "yes", 0, 0, "yes or no" },
 	/* The writeback tier is off until an operator names a file and a size. */
