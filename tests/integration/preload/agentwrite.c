@@ -10,9 +10,7 @@
  * The write stores what the page already holds, so memtest's byte check
  * sees any loss and nothing else.  At exit it says how many it wrote.
  */
-#include <dlfcn.h>
 #include <linux/userfaultfd.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -20,17 +18,9 @@
 #include <unistd.h>
 
 #include "compat.h" /* UFFDIO_MOVE, which Debian 12's headers lack */
+#include "interpose.h"
 
-typedef long (*syscall_fn)(long, ...);
-
-/* Set before any agent runs: the agent must not be the one to write it. */
-static syscall_fn real_syscall;
 static unsigned long writes;
-
-__attribute__((constructor)) static void agentwrite_init(void)
-{
-	real_syscall = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-}
 
 __attribute__((destructor)) static void agentwrite_fini(void)
 {
@@ -42,12 +32,8 @@ __attribute__((destructor)) static void agentwrite_fini(void)
 __attribute__((visibility("default"))) long syscall(long nr, ...)
 {
 	long a[6];
-	va_list ap;
 
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	INTERPOSE_ARGS(nr, a);
 	if (nr == SYS_ioctl && (unsigned long)a[1] == UFFDIO_MOVE) {
 		const struct uffdio_move *mv = (const struct uffdio_move *)a[2];
 

@@ -8,10 +8,8 @@
  * reads back as zeros.  It must find the page there and count it as moved
  * (agent_move_misreports).  At exit it says how many times it lied.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/userfaultfd.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -19,18 +17,11 @@
 #include <unistd.h>
 
 #include "compat.h" /* UFFDIO_MOVE, which Debian 12's headers lack */
+#include "interpose.h"
 
 #define MOVELIE_EVERY 5
 
-typedef long (*syscall_fn)(long, ...);
-
-static syscall_fn real_syscall;
 static unsigned long moves, lies;
-
-__attribute__((constructor)) static void movelie_init(void)
-{
-	real_syscall = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-}
 
 __attribute__((destructor)) static void movelie_fini(void)
 {
@@ -42,12 +33,8 @@ __attribute__((destructor)) static void movelie_fini(void)
 __attribute__((visibility("default"))) long syscall(long nr, ...)
 {
 	long a[6];
-	va_list ap;
 
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	INTERPOSE_ARGS(nr, a);
 	if (nr == SYS_ioctl && (unsigned long)a[1] == UFFDIO_MOVE) {
 		struct uffdio_move *mv = (struct uffdio_move *)a[2];
 
