@@ -40,9 +40,7 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 			continue;
 		targets++;
 		/* An agent publishes its scratch area once it moves pages out. */
-		if (t->staging &&
-		    __atomic_load_n(&ZS_STAGING_SCRATCH(t->staging, t->staging_pages)[1],
-				    __ATOMIC_ACQUIRE))
+		if (target_scratch(t, NULL))
 			targets_moving++;
 		index_bytes += idx_mem_bytes(t->idx);
 	}

@@ -320,6 +320,8 @@ void target_reap(struct daemon *d);
 struct target *target_by_pid(struct daemon *d, pid_t pid);
 bool target_mm_alive(struct target *t);
 uint64_t target_evicted_pages(const struct target *t);
+/* The agent's scratch area, as it published it in staging; 0 = none (not moving pages). */
+uint64_t target_scratch(const struct target *t, uint64_t *ret_start);
 /* Index helpers that keep the counters right. */
 void target_invalidate(struct target *t, uint64_t start, uint64_t end);
 int target_insert(struct target *t, uint64_t addr, struct entry *e);

@@ -142,14 +142,11 @@ bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
 	struct batch *b = t->batch;
-	const volatile uint64_t *scratch;
-	uint64_t scratch_start, scratch_len;
+	uint64_t scratch_start = 0, scratch_len;
 
 	if (!t->staging)
 		return false;
-	scratch = ZS_STAGING_SCRATCH(t->staging, t->staging_pages);
-	scratch_len = __atomic_load_n(&scratch[1], __ATOMIC_ACQUIRE);
-	scratch_start = __atomic_load_n(&scratch[0], __ATOMIC_ACQUIRE);
+	scratch_len = target_scratch(t, &scratch_start);
 	if (scratch_len) {
 		if (start < scratch_start || end > scratch_start + scratch_len)
 			return false;

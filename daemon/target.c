@@ -320,6 +320,25 @@ struct target *target_by_pid(struct daemon *d, pid_t pid)
 	return any;
 }
 
+/*
+ * An agent that moves pages out publishes where it puts them, once: start
+ * then length, written by the agent while we read, so the length (stored
+ * last, with release) is what says the start is valid.
+ */
+uint64_t target_scratch(const struct target *t, uint64_t *ret_start)
+{
+	const volatile uint64_t *pub;
+	uint64_t len;
+
+	if (!t->staging)
+		return 0;
+	pub = ZS_STAGING_SCRATCH(t->staging, t->staging_pages);
+	len = __atomic_load_n(&pub[1], __ATOMIC_ACQUIRE);
+	if (ret_start)
+		*ret_start = __atomic_load_n(&pub[0], __ATOMIC_RELAXED);
+	return len;
+}
+
 bool target_mm_alive(struct target *t)
 {
 	struct uffdio_writeprotect wp = {
