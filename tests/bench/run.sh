@@ -246,6 +246,21 @@ if [ -n "${BENCH_HALT_POLL_NS:-}" ]; then
 	echo "$BENCH_HALT_POLL_NS" >"$HALTPOLL"
 fi
 
+# The command line that reproduces this run: the knobs it was given, and
+# the CPUs it was held to when that is not all of them (taskset -c 0
+# tests/bench/run.sh runs every workload, kernel or zswapd, and the daemon
+# on one CPU: their affinity is inherited).
+bench_command() {  # ARGS...
+	local pin=
+	[ "$(nproc)" = "$(getconf _NPROCESSORS_ONLN)" ] || pin="taskset -c $(taskset -pc $$ | sed 's/.*: //') "
+	local v knobs=
+	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_HALT_POLL_NS; do
+		[ -z "${!v:-}" ] || knobs="$knobs$v=${!v} "
+	done
+	[ -z "${BENCH_OUT:-}" ] || knobs="${knobs}BENCH_OUT=${BENCH_OUT#"$ROOT"/} "
+	echo "$knobs${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }${pin}tests/bench/run.sh${*:+ $*}"
+}
+
 start_daemon() {  # COMPRESSOR [CONFIG]
 	local conf=${2:-}
 	if [ -n "${BENCH_ZSWAPD_CONF:-}" ]; then
@@ -630,7 +645,12 @@ run_compare() {
 	FAILED=0 NCASE=0 CASES=cases   # each part its own directory of cases
 	local budgets="$((SIZE / 2)) $((SIZE / 4))" kernel=1
 	kernel_cases_possible || { kernel=0; echo "bench: $KERNEL_SKIP" >&2; }
-	NCASES=$((1 + 2 * ($(echo $comps | wc -w) + 2 * kernel)))
+	# Kernel zswap's pool lies outside its cgroup v1 budget, zswapd's
+	# within: "pool outside" gives zswapd the kernel's accounting (limit =
+	# budget, pool on top), so that faults per access compare the two
+	# policies at the same resident memory.
+	local outside=$((kernel && !QUICK))
+	NCASES=$((1 + 2 * ($(echo $comps | wc -w) + 2 * kernel + outside)))
 	local load
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -641,10 +661,17 @@ run_compare() {
 			run_case "zswap lzo" zswap "$b" lzo
 		fi
 		for c in $comps; do run_case "zswapd $c" zswapd "$b" "$c"; done
+		if [ $outside -eq 1 ]; then
+			echo "max_pool_bytes = ${SIZE}M" >"$TMP/zswapd-outside.conf"
+			CASE_LIMIT=$b CASE_CONF=$TMP/zswapd-outside.conf
+			run_case "zswapd lzo, pool outside" zswapd "$b" lzo
+			CASE_LIMIT= CASE_CONF=
+		fi
 	done
 	rm -f "$SWAPFILE"
 
-	local cmd="${BENCH_HALT_POLL_NS:+BENCH_HALT_POLL_NS=$BENCH_HALT_POLL_NS }${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}" target=bench
+	local cmd target=bench
+	cmd=$(bench_command "$@")
 	[ $QUICK -eq 1 ] && target=bench-quick
 	[ -n "${MAKELEVEL:-}" ] && cmd="make $target ($cmd)"
 	if ! command -v gnuplot >/dev/null; then
@@ -702,7 +729,8 @@ run_writeback() {
 	CASE_LIMIT= CASE_CONF=
 	rm -f "$SWAPFILE" "$WBFILE"
 
-	local cmd="${BENCH_HALT_POLL_NS:+BENCH_HALT_POLL_NS=$BENCH_HALT_POLL_NS }${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }tests/bench/run.sh${*:+ $*}"
+	local cmd
+	cmd=$(bench_command "$@")
 	python3 "$ROOT/tests/bench/report.py" --writeback --cases "$TMP/wbcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), swap files on $(findmnt -no FSTYPE -T "$(dirname "$SWAPFILE")") ($SWAPFILE, $WBFILE)" \
 		--command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" --seconds "$SECS" \
@@ -877,7 +905,7 @@ run_workers() {
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --workers --cases "$TMP/wcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM" \
-		--command "tests/bench/run.sh${*:+ $*}" --date "$stamp" --load "$load" \
+		--command "$(bench_command "$@")" --date "$stamp" --load "$load" \
 		--size "$WSIZE" --budget "$WBUDGET" --accesses "$WACCESSES" --seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a workers run lost or corrupted data, or did not finish (see above)" >&2
@@ -1030,7 +1058,7 @@ run_redis() {
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --redis --cases "$TMP/rcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(redis-server --version | cut -d' ' -f1-3)" \
-		--command "tests/bench/run.sh${*:+ $*}" --date "$stamp" --load "$load" \
+		--command "$(bench_command "$@")" --date "$stamp" --load "$load" \
 		--size 0 --budget "$RBUDGET" --keys "$RKEYS" --gets "$RGETS" --sets "$RSETS" --seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a redis run lost or corrupted data, or did not finish (see above)" >&2
