@@ -237,7 +237,8 @@ struct target {
 	struct uffdio_range *unprotect; /* write-protections to lift that got EAGAIN */
 	uint32_t nunprotect, unprotect_cap;
 	/* Faults held because we are over our limit (reclaim_throttle), until
-	 * the batch in flight commits or FAULT_THROTTLE_USEC have passed. */
+	 * the batch being picked or in flight commits or FAULT_THROTTLE_USEC
+	 * have passed. */
 	struct uffd_msg *throttled;
 	uint32_t nthrottled, throttled_cap;
 	uint64_t throttled_usec; /* when the oldest was held */

@@ -323,6 +323,12 @@ static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
 	}
 }
 
+/* Whether eviction is under way on t, so that a held fault gets released. */
+static bool fault_may_hold(const struct target *t)
+{
+	return t->batch ? !evict_batch_stuck(t) : t->pick != NULL;
+}
+
 /* Holds a fault of a process over its limit (reclaim_throttle). */
 static int fault_throttle(struct target *t, const struct uffd_msg *msg)
 {
@@ -372,9 +378,12 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	 * and never longer than FAULT_THROTTLE_USEC; not at all on a batch
 	 * that old: its agent may be stopped (a debugger; LeakSanitizer's
 	 * stop-the-world reading every page).  Never the agent itself: the
-	 * batch waits on it. */
-	if (may_throttle && t->batch && !evict_batch_stuck(t) && ptid != t->agent_tid &&
-	    reclaim_throttle(t) && fault_throttle(t, msg) == 0) {
+	 * batch waits on it.  Also while the next batch is being picked: a
+	 * sweep that finds the pages hot reads the whole address space first,
+	 * and a process sharing our CPU faulted 60 MiB past its limit during
+	 * each (every hot window / 4, the log's turn). */
+	if (may_throttle && fault_may_hold(t) && ptid != t->agent_tid && reclaim_throttle(t) &&
+	    fault_throttle(t, msg) == 0) {
 		t->d->st.faults_deferred++;
 		t->d->st.faults_throttled++;
 		return;
@@ -496,7 +505,8 @@ void fault_release_throttled(struct daemon *d)
 		if (!t->dead)
 			evict_serve_stuck(t);
 		if (!n || t->dead ||
-		    (t->batch && !d->stopping && now - t->throttled_usec < FAULT_THROTTLE_USEC))
+		    ((t->batch || t->pick) && !d->stopping &&
+		     now - t->throttled_usec < FAULT_THROTTLE_USEC))
 			continue;
 		t->throttled = NULL;
 		t->nthrottled = t->throttled_cap = 0;

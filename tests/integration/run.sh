@@ -299,6 +299,37 @@ t_limit_fast() {
 	[ "$max" -le $((220 * 1024 * 106 / 100)) ]
 }
 
+t_limit_onecpu() {
+	no_rss_under_tsan
+	# t_limit_fast with the daemon and the process on one CPU, the README's
+	# recipe for a small VM.  Then the process runs whenever the daemon is
+	# not: before faults were also held while a batch was being picked,
+	# each sweep that found every page hot (one per hot window / 4, reading
+	# the whole address space) let the process fault 60 MiB past its
+	# limit, more as the log of loads filled.  Sampled every 0.1 s for
+	# 10 s from 12 s in; the daemon's CPUs are put back before judging.
+	local pid kb max=0 dp cpus rc=0
+	dp=$(dpid)
+	cpus=$(taskset -pc "$dp" | sed 's/.*: //')
+	taskset -a -pc 0 "$dp" >/dev/null
+	LD_PRELOAD=$SHIM taskset -c 0 "$B/tests/workload" --size 1024 --seconds 26 --warmup 0 \
+		>"$TMP/onecpu.out" &
+	pid=$!
+	for _ in $(seq 100); do "$CTL" list | grep -qw "$pid" && break; sleep 0.02; done
+	"$CTL" limit "$pid" 430M
+	sleep 12 # filled, and a hot window (10 s) of refaults behind it
+	for _ in $(seq 100); do
+		kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
+		[ "$kb" -gt "$max" ] && max=$kb
+		sleep 0.1
+	done
+	wait $pid || rc=1
+	taskset -a -pc "$cpus" "$dp" >/dev/null
+	echo "result: limit 430M, a 1 GiB process and the daemon on CPU 0: max RssAnon $((max / 1024)) MiB over 10 s; $(cat "$TMP/onecpu.out")"
+	[ $rc -eq 0 ]
+	[ "$max" -le $((430 * 1024 * 106 / 100)) ]
+}
+
 t_agent_stopped() {
 	no_rss_under_tsan
 	# The agent thread stopped while the app goes on faulting under a limit
@@ -800,6 +831,7 @@ run access_control t_access_control
 run stress_ng t_stress_ng
 run limit t_limit
 run limit_fast t_limit_fast
+run limit_onecpu t_limit_onecpu
 run agent_stopped t_agent_stopped
 run poor_remembered t_poor_remembered
 run default_limit t_default_limit
