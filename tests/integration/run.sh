@@ -307,10 +307,12 @@ t_limit_onecpu() {
 	# each sweep that found every page hot (one per hot window / 4, reading
 	# the whole address space) let the process fault 60 MiB past its
 	# limit, more as the log of loads filled.  Sampled every 0.1 s for
-	# 10 s from 12 s in; the daemon's CPUs are put back before judging.
+	# 10 s from 12 s in.  The daemon's CPUs are put back however the test
+	# ends: the tests after it share the daemon.
 	local pid kb max=0 dp cpus rc=0
 	dp=$(dpid)
 	cpus=$(taskset -pc "$dp" | sed 's/.*: //')
+	trap "taskset -a -pc $cpus $dp >/dev/null" EXIT
 	taskset -a -pc 0 "$dp" >/dev/null
 	# taskset outside the shim: opted in, it would register, exec and
 	# register again, and the limit could miss the process in between.
@@ -326,7 +328,6 @@ t_limit_onecpu() {
 		sleep 0.1
 	done
 	wait $pid || rc=1
-	taskset -a -pc "$cpus" "$dp" >/dev/null
 	echo "result: limit 430M, a 1 GiB process and the daemon on CPU 0: max RssAnon $((max / 1024)) MiB over 10 s; $(cat "$TMP/onecpu.out")"
 	[ $rc -eq 0 ]
 	[ "$max" -le $((430 * 1024 * 106 / 100)) ]
