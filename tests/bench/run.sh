@@ -71,7 +71,10 @@
 # BENCH_HALT_POLL_NS sets the KVM guest's haltpoll cpuidle polling
 # (/sys/module/haltpoll/parameters/guest_halt_poll_ns) for every case of
 # the run, and puts it back after; BENCH_OUT writes the results to another
-# directory than tests/bench/results.
+# directory than tests/bench/results.  BENCH_DAEMON_CPUS=LIST runs every
+# zswapd on those CPUs (taskset -c LIST) whatever the bench's own affinity:
+# `BENCH_DAEMON_CPUS=1 taskset -c 0 tests/bench/run.sh compare` puts the
+# workloads on CPU 0 and the daemon on CPU 1.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -117,11 +120,14 @@ CASE_LIMIT=                             # cgroup limit / fixed `zswapctl limit`,
 CASE_CONF=                              # zswapd config file
 ZSWAP_POOL_PCT=                         # kernel zswap max_pool_percent
 
-# One run at a time: two would share the swap file and the zswap knobs.  The
-# lock is on this script itself; children are started with 9>&- so that an
-# orphan never holds it.
-exec 9<"$0"
-flock -n 9 || { echo "bench: another benchmark run is going on ($0 is locked)" >&2; exit 1; }
+# One run at a time: two would share the swap file, the state file and the
+# zswap knobs.  The lock is a fixed path, not this script: a run from a
+# second checkout took the first one's state file for a stale one and
+# killed its workload.  Children are started with 9>&- so that an orphan
+# never holds it.
+LOCK=/var/tmp/zswapd-bench.lock
+exec 9>>"$LOCK"
+flock -n 9 || { echo "bench: another benchmark run is going on ($LOCK is locked)" >&2; exit 1; }
 
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
@@ -236,6 +242,10 @@ recover_stale() {
 }
 recover_stale
 
+if [ -n "${BENCH_DAEMON_CPUS:-}" ] && ! taskset -c "$BENCH_DAEMON_CPUS" true 2>/dev/null; then
+	echo "bench: BENCH_DAEMON_CPUS=$BENCH_DAEMON_CPUS is not a CPU list taskset can use here" >&2
+	exit 2
+fi
 if [ -n "${BENCH_HALT_POLL_NS:-}" ]; then
 	case $BENCH_HALT_POLL_NS in
 	*[!0-9]*) echo "bench: BENCH_HALT_POLL_NS must be a number of nanoseconds" >&2; exit 2 ;;
@@ -254,7 +264,7 @@ bench_command() {  # ARGS...
 	local pin=
 	[ "$(nproc)" = "$(getconf _NPROCESSORS_ONLN)" ] || pin="taskset -c $(taskset -pc $$ | sed 's/.*: //') "
 	local v knobs=
-	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_HALT_POLL_NS; do
+	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_HALT_POLL_NS BENCH_DAEMON_CPUS; do
 		[ -z "${!v:-}" ] || knobs="$knobs$v=${!v} "
 	done
 	[ -z "${BENCH_OUT:-}" ] || knobs="${knobs}BENCH_OUT=${BENCH_OUT#"$ROOT"/} "
@@ -268,7 +278,8 @@ start_daemon() {  # COMPRESSOR [CONFIG]
 			>"$TMP/zswapd-extra.conf"
 		conf=$TMP/zswapd-extra.conf
 	fi
-	"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${conf:+-c "$conf"} 2>"$TMP/daemon.log" 9>&- &
+	${BENCH_DAEMON_CPUS:+taskset -c "$BENCH_DAEMON_CPUS"} \
+		"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${conf:+-c "$conf"} 2>"$TMP/daemon.log" 9>&- &
 	DPID=$!
 	state_add "pid $DPID $B/zswapd"
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && return 0; sleep 0.05; done
