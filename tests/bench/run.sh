@@ -318,7 +318,18 @@ case_end() {  # MODE NAME STATUS LOG...
 	return 0
 }
 
-host="$(nproc) vCPU $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1), $(uname -r)"
+# What the figures depend on most besides the CPU: the hypervisor (a PVM
+# guest pays a hypercall for each TLB shootdown, and UFFDIO_MOVE does one
+# per run of pages) and how an idle vCPU waits (each fault round trip wakes
+# one).
+platform() {
+	local hv idle
+	hv=$(dmesg 2>/dev/null | sed -n 's/.*Hypervisor detected: //p' | head -n1)
+	idle=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) || idle=
+	[ "$idle" != haltpoll ] || idle="haltpoll, guest_halt_poll_ns $(cat "$HALTPOLL" 2>/dev/null)"
+	echo "${hv:+$hv guest, }cpuidle ${idle:-unknown}"
+}
+host="$(nproc) vCPU $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1), $(uname -r), $(platform)"
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 # ---------------------------------------------------------------- micro
