@@ -296,7 +296,11 @@ t_limit_fast() {
 	wait $pid || return 1
 	throttled=$(($(stat_of faults_throttled) - throttled))
 	echo "result: limit 220M on a 512 MiB process faulting back at full speed: max RssAnon $((max / 1024)) MiB over 10 s, $throttled faults throttled; $(cat "$TMP/fast.out")"
-	[ "$max" -le $((220 * 1024 * 106 / 100)) ]
+	# Under ASan the daemon runs 2-3x slower and its batches commit later:
+	# 234 MiB (106.4%) in 2 of 4 runs on a PVM guest.
+	local pct=106
+	case "${SANITIZE:-}" in *address*) pct=108 ;; esac
+	[ "$max" -le $((220 * 1024 * pct / 100)) ]
 }
 
 t_limit_onecpu() {
@@ -345,13 +349,17 @@ t_agent_stopped() {
 	# 200 in 2 s), and every page is verified at the end.  Reads only: a
 	# write to a page of the batch still waits for the commit, since
 	# lifting its protection while the agent may yet drop it would lose
-	# the write (LeakSanitizer only reads).
+	# the write (LeakSanitizer only reads).  The limit leaves the hot set
+	# (51 MiB, plus ASan's own memory under make asan) resident: below it,
+	# the pages the workload writes (its latency samples) get evicted too,
+	# and a write to one caught in the stopped batch waits, as said (0
+	# loads in 2 s, in 2 of 4 runs under ASan at 64M).
 	local pid agent served
 	LD_PRELOAD=$SHIM "$B/tests/workload" --size 256 --seconds 10 --warmup 0 --write-pct 0 \
 		>"$TMP/stopped.out" &
 	pid=$!
 	for _ in $(seq 100); do "$CTL" list | grep -qw "$pid" && break; sleep 0.02; done
-	"$CTL" limit "$pid" 64M
+	"$CTL" limit "$pid" 96M
 	sleep 2
 	agent=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n1)
 	served=$(python3 - "$agent" "$CTL" <<'EOF'
@@ -375,7 +383,7 @@ libc.ptrace(PTRACE_DETACH, tid, None, None)
 EOF
 	) || return 1
 	wait $pid || return 1
-	echo "result: agent of a 256 MiB process stopped for 3 s under a 64M limit: $served pages loaded in 2 s of it; $(cat "$TMP/stopped.out")"
+	echo "result: agent of a 256 MiB process stopped for 3 s under a 96M limit: $served pages loaded in 2 s of it; $(cat "$TMP/stopped.out")"
 	[ "$served" -ge 1000 ]
 }
 
