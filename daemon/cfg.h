@@ -30,6 +30,7 @@ struct cfg {
 	int log_level;			   /* LOG_LVL_* */
 	bool mlock;			   /* lock the daemon's memory (pool included) */
 	bool agent_move;		   /* agents take pages out with UFFDIO_MOVE */
+	bool agent_follow_app;		   /* a single-threaded app's agent runs on its CPU */
 	char swap_file[CFG_PATH_MAX];	   /* writeback tier; "" = none */
 	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
 	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */

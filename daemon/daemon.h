@@ -59,6 +59,7 @@ struct stats {
 	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
 	uint64_t evict_batches;	     /* cumulative */
 	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
+	uint64_t evict_local_batches; /* of which the agent ran on the app's CPU (agent_follow_app) */
 	uint64_t agent_move_misreports; /* cumulative: moves said failed that had moved the page */
 	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */

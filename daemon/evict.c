@@ -1090,6 +1090,8 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 	if (!b->dropped)
 		return -ENOMEM;
 	memcpy(b->dropped, done->result, b->nruns * sizeof(*b->dropped));
+	if (done->flags & ZS_DONE_ON_APP_CPU)
+		t->d->st.evict_local_batches++;
 	evict_commit_some(t);
 	return 0;
 }

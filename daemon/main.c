@@ -234,6 +234,7 @@ static void reload_config(struct daemon *d)
 	d->file_cfg = c;
 	d->cfg.fault_spin_usec = c.fault_spin_usec;
 	d->cfg.agent_move = c.agent_move;
+	d->cfg.agent_follow_app = c.agent_follow_app;
 	d->cfg.readahead_pages = c.readahead_pages;
 	d->cfg.hot_window_seconds = c.hot_window_seconds;
 	d->cfg.idle_evict_seconds = c.idle_evict_seconds;

@@ -151,6 +151,8 @@ int target_adopt(struct target *t, struct conn *c)
 	 * would fail and be vetoed, and nothing would ever be evicted. */
 	if (t->d->cfg.agent_move && (t->features & UFFD_FEATURE_MOVE))
 		ready.flags |= ZS_READY_MOVE;
+	if (t->d->cfg.agent_follow_app)
+		ready.flags |= ZS_READY_FOLLOW;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2) */

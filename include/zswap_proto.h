@@ -156,6 +156,7 @@ struct zs_uffd {
 
 /* ZS_READY flags */
 #define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */
+#define ZS_READY_FOLLOW 0x2u /* run on the app's CPU (agent_follow_app = yes) */
 
 struct zs_ready {
 	uint32_t staging_pages;
@@ -190,10 +191,13 @@ struct zs_evict {
 	struct zs_run runs[];
 };
 
+/* ZS_EVICT_DONE flags */
+#define ZS_DONE_ON_APP_CPU 0x1u /* taken out from the app's CPU (agent_follow_app) */
+
 struct zs_evict_done {
 	uint64_t batch;
 	uint32_t nruns;
-	uint32_t pad;
+	uint32_t flags;
 	int32_t result[]; /* per run: pages copied and dropped, or -errno */
 };
 

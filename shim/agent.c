@@ -21,8 +21,10 @@
  * aborts the process at its first fault on a registered page, saying why.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +67,87 @@ struct agent {
 	uint8_t *scratch;
 	size_t scratch_moved; /* pages moved there in this batch */
 	bool scratch_tried;
+	cpu_set_t cpus_started; /* the CPUs it may run on, as inherited */
+	bool pinned;		/* to the app's CPU, for this batch */
 };
+
+/* The decimal number at p, or -1. */
+static long agent_atol(const char *p)
+{
+	long v = 0;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && v < 1000000; p++)
+		v = v * 10 + (*p - '0');
+	return v;
+}
+
+/* The CPU the app's thread last ran on, if the app has one thread besides
+ * us; -1 otherwise (or if /proc cannot tell: no /proc, no descriptor left). */
+static long agent_app_cpu(void)
+{
+	char buf[1024];
+	const char *p = NULL;
+	long fd, n, threads = -1;
+	unsigned field = 2; /* the one that ends in ')' */
+
+	fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: fields are
+	 * counted from its last ')'. */
+	for (long i = 0; i < n; i++)
+		if (buf[i] == ')')
+			p = buf + i;
+	for (; p && *p; p++) {
+		if (*p != ' ')
+			continue;
+		if (++field == 20)
+			threads = agent_atol(p + 1);
+		else if (field == 39)
+			return threads == 2 ? agent_atol(p + 1) : -1;
+	}
+	return -1;
+}
+
+/*
+ * Takes the agent, for one batch, to the CPU the app's thread last ran on.
+ * Every page taken out of an mm is flushed from the TLB of each CPU the mm
+ * is live on: from the app's own CPU that flush is local, from another an
+ * IPI (in a VM a hypercall) that interrupts the app as well.  Under a limit
+ * the app's thread spends much of its time waiting for faults, which is
+ * when the agent gets its CPU.  Between batches the agent may run anywhere
+ * again: pinned for good it sometimes kept a CPU the scheduler had since
+ * moved the app (and the daemon) away from, and the app ran at half speed
+ * (2 runs of 11).  With more threads the mm is live on several CPUs
+ * anyway.  Returns whether it moved; a failure (a cpuset changed) costs
+ * only the IPIs.
+ */
+static bool agent_follow_app(struct agent *a)
+{
+	long cpu = agent_app_cpu();
+	cpu_set_t one;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET((int)cpu, &a->cpus_started))
+		return false;
+	CPU_ZERO(&one);
+	CPU_SET((int)cpu, &one);
+	a->pinned = syscall(SYS_sched_setaffinity, 0, sizeof(one), &one) == 0;
+	return a->pinned;
+}
+
+static void agent_unfollow(struct agent *a)
+{
+	if (a->pinned)
+		syscall(SYS_sched_setaffinity, 0, sizeof(a->cpus_started), &a->cpus_started);
+	a->pinned = false;
+}
 
 /*
  * Where the agent moves the pages it drops.  MADV_DONTNEED on registered
@@ -306,15 +388,16 @@ static int agent_evict(struct agent *a, const struct zs_hdr *h)
 	if (!a->scratch_tried && shim.move)
 		agent_scratch_setup(a); /* here: zswapd has set our uffd up by now */
 	a->scratch_moved = 0;
+	reply->done.flags = shim.follow && agent_follow_app(a) ? ZS_DONE_ON_APP_CPU : 0;
 	for (uint32_t i = 0; i < nruns; i++)
 		reply->result[i] = agent_evict_run(a, &ev->runs[i]);
 	if (a->scratch_moved) {
 		agent_hold();
 		syscall(SYS_madvise, a->scratch, shim.staging_len, MADV_DONTNEED);
 	}
+	agent_unfollow(a);
 	reply->done.batch = batch;
 	reply->done.nruns = nruns;
-	reply->done.pad = 0;
 	return agent_send(ZS_EVICT_DONE, h->seq, reply,
 			  sizeof(struct zs_evict_done) + nruns * sizeof(int32_t));
 }
@@ -368,6 +451,8 @@ static void *agent_main(void *arg)
 
 	(void)arg;
 	agent_pid = (pid_t)syscall(SYS_getpid);
+	if (syscall(SYS_sched_getaffinity, 0, sizeof(a.cpus_started), &a.cpus_started) < 0)
+		CPU_ZERO(&a.cpus_started); /* then it never moves */
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)

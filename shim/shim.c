@@ -119,6 +119,7 @@ static int shim_map_staging(int memfd)
 		return -EPROTO;
 	shim.staging_len = (size_t)ready->staging_pages * SHIM_PAGE;
 	shim.move = ready->flags & ZS_READY_MOVE;
+	shim.follow = ready->flags & ZS_READY_FOLLOW;
 	/* + the page of veto bytes */
 	p = mmap(NULL, shim.staging_len + SHIM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (p == MAP_FAILED)

@@ -27,6 +27,7 @@ struct shim {
 	uint8_t *area;	   /* agent stack + message buffer */
 	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
 	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
+	bool follow;	   /* run the agent on the app's CPU (ZS_READY_FOLLOW) */
 };
 
 extern struct shim shim;

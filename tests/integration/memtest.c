@@ -25,6 +25,8 @@
  *   memtest mremap_race                          reclaim while a thread moves a region back
  *                                                and forth and reads it: a page dropped
  *                                                before a move is faulted at its new place
+ *   memtest follow [two]                         evict from one thread (or with a second
+ *                                                one asleep), say "threads: N", verify
  *   memtest hold MIB [hot]                       fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter
@@ -40,6 +42,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <sys/un.h>
@@ -742,6 +745,57 @@ static int t_wait_signal(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+static void *sleeper(void *arg)
+{
+	char c;
+
+	(void)!read(*(int *)arg, &c, 1); /* until the pipe is closed */
+	return NULL;
+}
+
+/* Threads: in /proc/self/status, ours and the agent among them. */
+static long thread_count(void)
+{
+	char line[256];
+	long n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %ld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * One batch of ours, from one thread or ("two") with a second one asleep;
+ * says how many threads we had, so that the test knows whether the agent
+ * should have taken it out from our CPU (agent_follow_app).
+ */
+static int t_follow(int argc, char **argv)
+{
+	bool two = argc > 2 && strcmp(argv[2], "two") == 0;
+	size_t npages = 16 * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	pthread_t extra;
+	int pfd[2];
+
+	fill(m, npages, 17);
+	if (two) {
+		CHECK(pipe(pfd) == 0, "pipe: %m");
+		CHECK(pthread_create(&extra, NULL, sleeper, &pfd[0]) == 0, "pthread_create");
+	}
+	printf("threads: %ld\n", thread_count());
+	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
+	if (two) {
+		close(pfd[1]);
+		pthread_join(extra, NULL);
+	}
+	verify(m, npages, 17, "after the batch");
+	return failures ? 1 : 0;
+}
+
 /* Reads and writes pages at random while zswapd enforces a limit on us. */
 static int t_hold(int argc, char **argv)
 {
@@ -865,7 +919,7 @@ int main(int argc, char **argv)
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
 		{ "fork_reclaim", t_fork_reclaim },
 		{ "hold", t_hold },	  { "churn", t_churn },
-		{ "mremap_race", t_mremap_race },
+		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -642,6 +642,39 @@ t_agent_misreport() {
 	[ "$counted" = "$lies" ]
 }
 
+# follow_batches [two]: batches of one memtest follow run, and how many of
+# them the agent took out from the app's CPU, as "BATCHES LOCAL THREADS".
+follow_batches() {
+	local b0 l0 threads
+	b0=$(stat_of evict_batches)
+	l0=$(stat_of evict_local_batches)
+	threads=$(shimmed "$MEMTEST" follow "$@" | sed -n 's/^threads: //p')
+	echo "$(($(stat_of evict_batches) - b0)) $(($(stat_of evict_local_batches) - l0)) $threads"
+}
+
+t_agent_follow() {
+	# The agent of a one-thread app takes each batch out from that
+	# thread's CPU (agent_follow_app = yes, the default); not with a
+	# second app thread (a sanitizer's runtime thread is one), nor when
+	# told not to.
+	local one two off
+	read -r -a one <<<"$(follow_batches)"
+	read -r -a two <<<"$(follow_batches two)"
+	restart_with "agent_follow_app = no"
+	read -r -a off <<<"$(follow_batches)"
+	restart_with
+	echo "result: agent_follow: one thread ${one[1]} of ${one[0]} batches from its CPU," \
+	     "two ${two[1]} of ${two[0]}, off ${off[1]} of ${off[0]}"
+	[ "${one[0]}" -gt 0 ] && [ "${two[0]}" -gt 0 ] && [ "${off[0]}" -gt 0 ]
+	if [ "${one[2]}" = 2 ]; then
+		[ "${one[1]}" = "${one[0]}" ]
+	else
+		[ "${one[1]}" = 0 ]
+	fi
+	[ "${two[1]}" = 0 ]
+	[ "${off[1]}" = 0 ]
+}
+
 t_writeback() {
 	command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
 	# A pool of 4 MiB in front of a 256 MiB swap file: most pages end up on
@@ -840,6 +873,7 @@ run mremap_race t_mremap_race
 run agent_dontneed t_agent_dontneed
 run agent_writes t_agent_writes
 run agent_misreport t_agent_misreport
+run agent_follow t_agent_follow
 run kernel_access t_kernel_access
 run exec t_exec
 run compressors t_compressors

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 17 /* fields of struct cfg, one key each */
+#define NKEYS 18 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -33,6 +33,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_int_eq(a->log_level, b->log_level);
 	ck_assert_int_eq(a->mlock, b->mlock);
 	ck_assert_int_eq(a->agent_move, b->agent_move);
+	ck_assert_int_eq(a->agent_follow_app, b->agent_follow_app);
 	ck_assert_str_eq(a->swap_file, b->swap_file);
 	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
 	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
@@ -53,6 +54,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "log_level = debug\n"
 				      "mlock = no\n"
 				      "agent_move = no\n"
+				      "agent_follow_app = no\n"
 				      "swap_file = /var/tmp/zswapd.swap\n"
 				      "swap_file_size = 1G\n"
 				      "readahead_pages = 0\n"
@@ -95,6 +97,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.fault_spin_usec, 50);
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
 	ck_assert(c.mlock);
+	ck_assert(c.agent_move);
+	ck_assert(c.agent_follow_app);
 	ck_assert_str_eq(c.swap_file, "");
 	ck_assert_uint_eq(c.swap_file_size, 0);
 	ck_assert_uint_eq(c.readahead_pages, 8);
@@ -125,6 +129,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_int_ne(c.log_level, d.log_level);
 	ck_assert_int_ne(c.mlock, d.mlock);
 	ck_assert_int_ne(c.agent_move, d.agent_move);
+	ck_assert_int_ne(c.agent_follow_app, d.agent_follow_app);
 	ck_assert_str_ne(c.swap_file, d.swap_file);
 	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
 	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);
