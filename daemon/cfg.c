@@ -207,8 +207,9 @@ static const struct cfg_key cfg_keys[] = {
 	 * mm flushes it from the TLB of every CPU the mm runs on: from the
 	 * app's own CPU that flush is local, from another it is an IPI (a
 	 * hypercall in a VM) that also stops the app.  1 GiB hotcold at a 50%
-	 * limit, 2 CPUs, PVM guest: 53.5k accesses/s against 48.1k, p99 155
-	 * against 250 us (four runs each).  Read when a process registers.
+	 * limit, 2 CPUs, PVM guest: 53.6k accesses/s against 47.6k, p99
+	 * 106-190 against 244-274 us (12 and 6 runs).  Read when a process
+	 * registers.
 	 */
 	{ "agent_follow_app", cfg_parse_bool, CFG_FIELD(agent_follow_app), "yes", 0, 0,
 	  "yes or no" },

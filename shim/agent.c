@@ -67,8 +67,8 @@ struct agent {
 	uint8_t *scratch;
 	size_t scratch_moved; /* pages moved there in this batch */
 	bool scratch_tried;
-	cpu_set_t cpus_started; /* the CPUs it may run on, as inherited */
-	bool pinned;		/* to the app's CPU, for this batch */
+	cpu_set_t cpus_before; /* the CPUs it may run on outside batches */
+	bool pinned;	       /* to the app's CPU, for this batch */
 };
 
 /* The decimal number at p, or -1. */
@@ -126,15 +126,19 @@ static long agent_app_cpu(void)
  * again: pinned for good it sometimes kept a CPU the scheduler had since
  * moved the app (and the daemon) away from, and the app ran at half speed
  * (2 runs of 11).  With more threads the mm is live on several CPUs
- * anyway.  Returns whether it moved; a failure (a cpuset changed) costs
- * only the IPIs.
+ * anyway.  What it may run on is read afresh each time, so that an
+ * operator's `taskset -a -p` since the last batch is what it goes back
+ * to.  Returns whether it moved; a failure (a cpuset changed) costs only
+ * the IPIs.
  */
 static bool agent_follow_app(struct agent *a)
 {
 	long cpu = agent_app_cpu();
 	cpu_set_t one;
 
-	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET((int)cpu, &a->cpus_started))
+	if (cpu < 0 || cpu >= CPU_SETSIZE ||
+	    syscall(SYS_sched_getaffinity, 0, sizeof(a->cpus_before), &a->cpus_before) < 0 ||
+	    !CPU_ISSET((int)cpu, &a->cpus_before))
 		return false;
 	CPU_ZERO(&one);
 	CPU_SET((int)cpu, &one);
@@ -145,7 +149,7 @@ static bool agent_follow_app(struct agent *a)
 static void agent_unfollow(struct agent *a)
 {
 	if (a->pinned)
-		syscall(SYS_sched_setaffinity, 0, sizeof(a->cpus_started), &a->cpus_started);
+		syscall(SYS_sched_setaffinity, 0, sizeof(a->cpus_before), &a->cpus_before);
 	a->pinned = false;
 }
 
@@ -451,8 +455,6 @@ static void *agent_main(void *arg)
 
 	(void)arg;
 	agent_pid = (pid_t)syscall(SYS_getpid);
-	if (syscall(SYS_sched_getaffinity, 0, sizeof(a.cpus_started), &a.cpus_started) < 0)
-		CPU_ZERO(&a.cpus_started); /* then it never moves */
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)

@@ -33,7 +33,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -253,18 +255,24 @@ out:
 	return pages;
 }
 
-static long rss_anon_kb(void)
+/* One number from /proc/self/status, read with fmt ("RssAnon: %ld kB"), or -1. */
+static long self_status(const char *fmt)
 {
 	char line[256];
-	long kb = -1;
+	long v = -1;
 	FILE *f = fopen("/proc/self/status", "re");
 
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+		if (sscanf(line, fmt, &v) == 1)
 			break;
 	if (f)
 		fclose(f);
-	return kb;
+	return v;
+}
+
+static long rss_anon_kb(void)
+{
+	return self_status("RssAnon: %ld kB");
 }
 
 /* ---- scenarios ---- */
@@ -753,19 +761,63 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-/* Threads: in /proc/self/status, ours and the agent among them. */
-static long thread_count(void)
+/* Our other thread, when we have exactly one (the agent), or 0. */
+static pid_t agent_tid(void)
 {
-	char line[256];
-	long n = -1;
-	FILE *f = fopen("/proc/self/status", "r");
+	DIR *dir = opendir("/proc/self/task");
+	pid_t self = (pid_t)syscall(SYS_gettid), found = 0;
+	struct dirent *de;
+	int others = 0;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %ld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
+	while (dir && (de = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+
+		if (tid > 0 && tid != self) {
+			found = tid;
+			others++;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	return others == 1 ? found : 0;
+}
+
+/*
+ * The agent is pinned to our CPU only for its batch: afterwards it may run
+ * where it could before, and what an operator set meanwhile (taskset -a
+ * -p) is what it keeps.
+ */
+static void check_agent_cpus(uint8_t *m, size_t npages)
+{
+	pid_t agent = agent_tid();
+	cpu_set_t before, after, one;
+	int last = -1;
+
+	if (!agent)
+		return; /* a runtime thread too: the agent stays where it is */
+	CHECK(sched_getaffinity(agent, sizeof(before), &before) == 0, "affinity: %m");
+	fill(m, npages, 19);
+	CHECK(reclaim_self(npages * PAGE) > 0, "nothing evicted");
+	CHECK(sched_getaffinity(agent, sizeof(after), &after) == 0, "affinity: %m");
+	CHECK(CPU_EQUAL(&before, &after), "after a batch the agent may run on %d CPUs, not %d",
+	      CPU_COUNT(&after), CPU_COUNT(&before));
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &before))
+			last = c;
+	if (CPU_COUNT(&before) < 2)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(last, &one);
+	/* Us too: the agent follows us only to a CPU it may use, and the test
+	 * counts every batch of a one-thread app as taken out from its CPU. */
+	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "pin ourselves: %m");
+	CHECK(sched_setaffinity(agent, sizeof(one), &one) == 0, "pin the agent: %m");
+	fill(m, npages, 20);
+	CHECK(reclaim_self(npages * PAGE) > 0, "nothing evicted");
+	CHECK(sched_getaffinity(agent, sizeof(after), &after) == 0, "affinity: %m");
+	CHECK(CPU_EQUAL(&one, &after), "the agent dropped the CPU it was given (%d CPUs now)",
+	      CPU_COUNT(&after));
+	verify(m, npages, 20, "after the agent was pinned");
 }
 
 /*
@@ -786,13 +838,16 @@ static int t_follow(int argc, char **argv)
 		CHECK(pipe(pfd) == 0, "pipe: %m");
 		CHECK(pthread_create(&extra, NULL, sleeper, &pfd[0]) == 0, "pthread_create");
 	}
-	printf("threads: %ld\n", thread_count());
+	/* ours, the agent and any runtime thread (ThreadSanitizer's) */
+	printf("threads: %ld\n", self_status("Threads: %ld"));
 	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
 	if (two) {
 		close(pfd[1]);
 		pthread_join(extra, NULL);
 	}
 	verify(m, npages, 17, "after the batch");
+	if (!two)
+		check_agent_cpus(m, npages);
 	return failures ? 1 : 0;
 }
 
