@@ -31,9 +31,9 @@
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>

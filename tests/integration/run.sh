@@ -642,14 +642,17 @@ t_agent_misreport() {
 	[ "$counted" = "$lies" ]
 }
 
-# follow_batches [two]: batches of one memtest follow run, and how many of
-# them the agent took out from the app's CPU, as "BATCHES LOCAL THREADS".
+# follow_batches [two]: one memtest follow run, which must pass (it
+# verifies every byte); writes its batches, how many of them the agent
+# took out from the app's CPU, and the threads it had to $TMP/follow.res
+# as "BATCHES LOCAL THREADS".
 follow_batches() {
-	local b0 l0 threads
+	local b0 l0
 	b0=$(stat_of evict_batches)
 	l0=$(stat_of evict_local_batches)
-	threads=$(shimmed "$MEMTEST" follow "$@" | sed -n 's/^threads: //p')
-	echo "$(($(stat_of evict_batches) - b0)) $(($(stat_of evict_local_batches) - l0)) $threads"
+	shimmed "$MEMTEST" follow "$@" >"$TMP/follow.out" || return 1
+	echo "$(($(stat_of evict_batches) - b0)) $(($(stat_of evict_local_batches) - l0))" \
+	     "$(sed -n 's/^threads: //p' "$TMP/follow.out")" >"$TMP/follow.res"
 }
 
 t_agent_follow() {
@@ -658,14 +661,20 @@ t_agent_follow() {
 	# second app thread (a sanitizer's runtime thread is one), nor when
 	# told not to.
 	local one two off
-	read -r -a one <<<"$(follow_batches)"
-	read -r -a two <<<"$(follow_batches two)"
+	follow_batches
+	read -r -a one <"$TMP/follow.res"
+	follow_batches two
+	read -r -a two <"$TMP/follow.res"
 	restart_with "agent_follow_app = no"
-	read -r -a off <<<"$(follow_batches)"
+	follow_batches
+	read -r -a off <"$TMP/follow.res"
 	restart_with
 	echo "result: agent_follow: one thread ${one[1]} of ${one[0]} batches from its CPU," \
 	     "two ${two[1]} of ${two[0]}, off ${off[1]} of ${off[0]}"
-	[ "${one[0]}" -gt 0 ] && [ "${two[0]}" -gt 0 ] && [ "${off[0]}" -gt 0 ]
+	# One command per check: set -e ignores a failure before the last &&.
+	[ "${one[0]}" -gt 0 ]
+	[ "${two[0]}" -gt 0 ]
+	[ "${off[0]}" -gt 0 ]
 	if [ "${one[2]}" = 2 ]; then
 		[ "${one[1]}" = "${one[0]}" ]
 	else
