@@ -126,6 +126,7 @@ static bool stat_is_gauge(const char *name)
 					      "pool_limit_bytes",  "targets",
 					      "metadata_bytes",	   "swap_used_bytes",
 					      "pool_packing_percent", "raw_pages",
+					      "stored_incompressible_pages",
 					      "pool_fragmented_bytes" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)

@@ -155,6 +155,23 @@ static int cfg_parse_bool(const struct cfg_key *k, const char *value, void *fiel
 	return -EINVAL;
 }
 
+/* yes, no (any spelling cfg_parse_bool takes) or auto: the daemon decides. */
+static int cfg_parse_auto_bool(const struct cfg_key *k, const char *value, void *field)
+{
+	bool b;
+	int r;
+
+	if (strcasecmp(value, "auto") == 0) {
+		*(enum cfg_auto_bool *)field = CFG_AUTO;
+		return 0;
+	}
+	r = cfg_parse_bool(k, value, &b);
+	if (r < 0)
+		return r;
+	*(enum cfg_auto_bool *)field = b ? CFG_YES : CFG_NO;
+	return 0;
+}
+
 #define CFG_FIELD(f) offsetof(struct cfg, f)
 
 /* In the order conf/zswapd.conf lists them. */
@@ -175,6 +192,18 @@ static const struct cfg_key cfg_keys[] = {
 	  100, NULL },
 	{ "max_compressed_percent", cfg_parse_uint, CFG_FIELD(max_compressed_percent), "90", 1, 100,
 	  NULL },
+	/*
+	 * What becomes of a page that compresses worse than that: yes, it goes
+	 * into the pool as it is (a whole page, no decompression on its way
+	 * back); no, it stays resident.  Stored, it saves nothing by itself,
+	 * but it is out of the process's resident memory (a limit then keeps
+	 * the hot set, not cold random pages) and in the writeback LRU, which
+	 * takes it to the swap file in its turn.  auto: yes when there is a
+	 * swap file, as kernel zswap since 6.18 stores such pages when
+	 * writeback is on and refuses them when it is off.
+	 */
+	{ "store_incompressible", cfg_parse_auto_bool, CFG_FIELD(store_incompressible), "auto", 0,
+	  0, "yes, no or auto" },
 	/*
 	 * 256 pages (1 MiB) a round trip: copying and dropping cost about
 	 * 1.2 us/page (process_vm_readv 0.95 + MADV_DONTNEED 0.25, ANCHORS.md),

@@ -18,6 +18,12 @@
 
 #define CFG_PATH_MAX 108 /* sizeof(sun_path) */
 
+enum cfg_auto_bool {
+	CFG_NO = 0,
+	CFG_YES = 1,
+	CFG_AUTO = 2,
+};
+
 struct cfg {
 	char socket[CFG_PATH_MAX];	   /* control socket path */
 	enum comp_alg compressor;	   /* lzo, lz4, zstd */
@@ -25,6 +31,7 @@ struct cfg {
 	uint64_t max_pool_bytes;	   /* bytes, 0 = use max_pool_percent */
 	unsigned accept_threshold_percent; /* of the pool limit, 0..100 */
 	unsigned max_compressed_percent;   /* 1..100: store only pages compressing to this much of a page */
+	enum cfg_auto_bool store_incompressible; /* pages over max_compressed_percent: to the pool as they are */
 	unsigned evict_batch_pages;	   /* 1..1024 pages per eviction round trip */
 	unsigned fault_spin_usec;	   /* 0..10000: poll this long for the next fault before sleeping */
 	int log_level;			   /* LOG_LVL_* */

@@ -51,6 +51,7 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "pool_packing_percent",
 		pool_total_size(d->pool) ? d->st.compressed_bytes * 100 / pool_total_size(d->pool) : 0);
 	ctl_put(out, &n, max, "same_filled_pages", d->st.same_filled_pages);
+	ctl_put(out, &n, max, "stored_incompressible_pages", d->st.stored_incompressible_pages);
 	ctl_put(out, &n, max, "pool_limit_bytes", d->pool_limit);
 	ctl_put(out, &n, max, "pool_limit_hit", d->st.pool_limit_hit);
 	ctl_put(out, &n, max, "written_back_pages", d->st.written_back_pages);

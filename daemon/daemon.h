@@ -47,6 +47,7 @@ struct watch {
 struct stats {
 	uint64_t stored_pages;	     /* level: entries alive (shared ones once) */
 	uint64_t same_filled_pages;  /* level: of those, stored as one word */
+	uint64_t stored_incompressible_pages; /* level: of those, stored as they are (store_incompressible) */
 	uint64_t compressed_bytes;   /* level: bytes of compressed data in the pool */
 	uint64_t stores;	     /* cumulative: pages evicted into the pool */
 	uint64_t loads;		     /* cumulative: pages faulted back */
@@ -299,6 +300,7 @@ int loop_run(struct daemon *d);
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
+int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page);
 static inline void entry_get(struct entry *e)
 {
 	e->refs++;

@@ -5,8 +5,13 @@
  * A page made of one repeated 64-bit word (zero pages above all) is kept as
  * that word and costs no pool memory.  Anything else is compressed; a result
  * larger than max_compressed_percent of a page saves too little to be worth
- * a fault later, so the page is refused and stays resident
- * (reject_compress_poor).  The pool limit is enforced here with zswap's
+ * a fault later.  Such a page is stored as it is, a whole page in the pool,
+ * if store_incompressible says so (stored_incompressible_pages), and refused
+ * otherwise: it stays resident (reject_compress_poor).  An object of exactly
+ * ZS_PAGE_SIZE bytes is always such a page, never compressed data: a
+ * compressed result that long is too poor to keep under any setting, so
+ * the length alone tells entry_unpack() which it holds, in the pool and on
+ * disk alike, as zswap's entry->length == PAGE_SIZE does.  The pool limit is enforced here with zswap's
  * hysteresis: once full, stores are refused until the pool is back under
  * accept_threshold_percent of the limit, so we do not thrash at the edge.
  */
@@ -37,12 +42,24 @@ static bool entry_pool_has_room(struct daemon *d, size_t len)
 }
 
 /*
+ * auto follows kernel zswap (6.18): a page that does not compress is stored
+ * when it can be written back, refused when it could only sit in the pool.
+ */
+static bool entry_store_incompressible(const struct daemon *d)
+{
+	if (d->cfg.store_incompressible == CFG_AUTO)
+		return d->wb != NULL;
+	return d->cfg.store_incompressible == CFG_YES;
+}
+
+/*
  * Stores one page.  -E2BIG: compresses too poorly; -ENOSPC: pool at its
  * limit; -ENOMEM: no memory.  Each refusal is counted here.
  */
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 {
 	struct entry *e;
+	const void *src = d->comp_buf;
 	uint64_t word, handle;
 	int len, r;
 
@@ -65,10 +82,15 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 		d->st.reject_alloc_fail++;
 		goto fail;
 	}
-	if ((unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.max_compressed_percent) {
-		r = -E2BIG;
-		d->st.reject_compress_poor++;
-		goto fail;
+	if ((unsigned)len >= ZS_PAGE_SIZE ||
+	    (unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.max_compressed_percent) {
+		if (!entry_store_incompressible(d)) {
+			r = -E2BIG;
+			d->st.reject_compress_poor++;
+			goto fail;
+		}
+		len = ZS_PAGE_SIZE;
+		src = page;
 	}
 	if (!entry_pool_has_room(d, (size_t)len)) {
 		r = -ENOSPC;
@@ -80,11 +102,13 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 		d->st.reject_alloc_fail++;
 		goto fail;
 	}
-	memcpy(pool_map(d->pool, handle), d->comp_buf, (size_t)len);
+	memcpy(pool_map(d->pool, handle), src, (size_t)len);
 	e->kind = ENTRY_COMP;
 	e->len = (uint16_t)len;
 	e->val = handle;
 	d->st.compressed_bytes += (uint64_t)len;
+	if (len == ZS_PAGE_SIZE)
+		d->st.stored_incompressible_pages++;
 	wb_lru_add(d, e, false);
 stored:
 	d->st.stored_pages++;
@@ -134,7 +158,17 @@ int entry_load(struct daemon *d, const struct entry *e, void *page)
 	}
 	if (e->where == ENTRY_ON_DISK)
 		return -EAGAIN; /* the caller reads it back: wb_read() */
-	return comp_decompress(d->comp, pool_map(d->pool, e->val), e->len, page);
+	return entry_unpack(d, pool_map(d->pool, e->val), e->len, page);
+}
+
+/* The len bytes of a COMP entry's object, wherever they were read from, into page. */
+int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page)
+{
+	if (len == ZS_PAGE_SIZE) {
+		memcpy(page, obj, ZS_PAGE_SIZE);
+		return 0;
+	}
+	return comp_decompress(d->comp, obj, len, page);
 }
 
 bool entry_is_zero(const struct entry *e)
@@ -153,6 +187,8 @@ void entry_put(struct daemon *d, struct entry *e)
 			pool_release(d->pool, e->val);
 			d->st.compressed_bytes -= e->len;
 		}
+		if (e->len == ZS_PAGE_SIZE)
+			d->st.stored_incompressible_pages--;
 		wb_entry_freed(d, e);
 	} else if (e->kind == ENTRY_RAW) {
 		free((void *)(uintptr_t)e->val);

@@ -243,6 +243,7 @@ static void reload_config(struct daemon *d)
 	d->cfg.max_pool_bytes = c.max_pool_bytes;
 	d->cfg.accept_threshold_percent = c.accept_threshold_percent;
 	d->cfg.max_compressed_percent = c.max_compressed_percent;
+	d->cfg.store_incompressible = c.store_incompressible;
 	d->cfg.log_level = c.log_level;
 	log_set_level(c.log_level);
 	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());

@@ -401,7 +401,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		goto out;
 	}
 	r = res == (int)WB_BLOCK
-		    ? comp_decompress(d->comp, io->buf + e->disk % WB_BLOCK, e->len, d->page_buf)
+		    ? entry_unpack(d, io->buf + e->disk % WB_BLOCK, e->len, d->page_buf)
 		    : -EIO;
 	if (r < 0) {
 		/* The data is gone.  Poisoning makes the access SIGBUS, as a
@@ -536,7 +536,7 @@ int wb_load_sync(struct daemon *d, const struct entry *e, void *page)
 	if (posix_memalign((void **)&buf, WB_BLOCK, WB_BLOCK))
 		return -ENOMEM;
 	r = pread(d->wb->fd, buf, WB_BLOCK, (off_t)(e->disk / WB_BLOCK * WB_BLOCK)) == WB_BLOCK
-		    ? comp_decompress(d->comp, buf + e->disk % WB_BLOCK, e->len, page)
+		    ? entry_unpack(d, buf + e->disk % WB_BLOCK, e->len, page)
 		    : -EIO;
 	free(buf);
 	return r;

@@ -409,6 +409,38 @@ t_poor_remembered() {
 	wait $pid
 }
 
+t_store_incompressible() {
+	no_rss_under_tsan
+	# The limit poor_remembered cannot reach, with store_incompressible =
+	# yes: the random eighth goes into the pool as it is, nothing is
+	# refused, RssAnon gets down to the limit (with "no" the random pages
+	# alone keep 20 MiB resident), and hold verifies every byte, those
+	# read back from a raw object included.
+	restart_with "store_incompressible = yes"
+	local pages=$((160 * 256 / 8)) kb min=$((1 << 30)) raw=0 n
+	hold_start "$TMP/raw.out" 160
+	local pid=$HOLD_PID
+	"$CTL" limit "$pid" 8M
+	sleep 2
+	for _ in $(seq 10); do
+		kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
+		[ "$kb" -lt "$min" ] && min=$kb
+		n=$(stat_of stored_incompressible_pages)
+		[ "$n" -gt "$raw" ] && raw=$n
+		sleep 0.1
+	done
+	echo "result: limit 8M on 160 MiB with ~$pages random pages: $raw stored as they are, $(stat_of reject_compress_poor) refused, lowest RssAnon $min kB, packing $(stat_of pool_packing_percent)%"
+	kill -USR1 $pid
+	wait $pid
+	[ "$(stat_of reject_compress_poor)" -eq 0 ]
+	[ "$raw" -ge $((pages * 7 / 10)) ]
+	[ "$min" -le $((12 * 1024)) ]
+	[ "$(stat_of stored_incompressible_pages)" -eq 0 ] # all freed with the process
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
 t_default_limit() {
 	no_rss_under_tsan
 	# default_limit_percent (SIGHUP-reloadable): every process without a limit
@@ -701,6 +733,9 @@ t_writeback() {
 	[ "$reads" -gt 500 ]
 	[ "$wbytes" -lt $((wb * 4096)) ] # packed: less than a page per page
 	[ "$(stat_of writeback_errors)" -eq 0 ]
+	# store_incompressible = auto with a swap file: the random pages were
+	# stored as they are (and written back) rather than refused.
+	[ "$(stat_of reject_compress_poor)" -eq 0 ]
 	# memtest verifies in address order: sequential swap-ins, so readahead pays.
 	echo "result: readahead: $(stat_of readahead_pages) pages read ahead, $(stat_of readahead_hits) hits"
 	[ "$(stat_of readahead_hits)" -gt 100 ]
@@ -894,6 +929,7 @@ run limit_fast t_limit_fast
 run limit_onecpu t_limit_onecpu
 run agent_stopped t_agent_stopped
 run poor_remembered t_poor_remembered
+run store_incompressible t_store_incompressible
 run default_limit t_default_limit
 run idle_evict t_idle_evict
 run pool_honest t_pool_honest

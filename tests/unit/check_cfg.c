@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 18 /* fields of struct cfg, one key each */
+#define NKEYS 19 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -28,6 +28,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->max_pool_bytes, b->max_pool_bytes);
 	ck_assert_uint_eq(a->accept_threshold_percent, b->accept_threshold_percent);
 	ck_assert_uint_eq(a->max_compressed_percent, b->max_compressed_percent);
+	ck_assert_int_eq(a->store_incompressible, b->store_incompressible);
 	ck_assert_uint_eq(a->evict_batch_pages, b->evict_batch_pages);
 	ck_assert_uint_eq(a->fault_spin_usec, b->fault_spin_usec);
 	ck_assert_int_eq(a->log_level, b->log_level);
@@ -49,6 +50,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "max_pool_bytes = 1G\n"
 				      "accept_threshold_percent = 50\n"
 				      "max_compressed_percent = 75\n"
+				      "store_incompressible = no\n"
 				      "evict_batch_pages = 64\n"
 				      "fault_spin_usec = 0\n"
 				      "log_level = debug\n"
@@ -93,6 +95,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.max_pool_bytes, 0);
 	ck_assert_uint_eq(c.accept_threshold_percent, 90);
 	ck_assert_uint_eq(c.max_compressed_percent, 90);
+	ck_assert_int_eq(c.store_incompressible, CFG_AUTO);
 	ck_assert_uint_eq(c.evict_batch_pages, 256);
 	ck_assert_uint_eq(c.fault_spin_usec, 50);
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
@@ -124,6 +127,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.max_pool_bytes, d.max_pool_bytes);
 	ck_assert_uint_ne(c.accept_threshold_percent, d.accept_threshold_percent);
 	ck_assert_uint_ne(c.max_compressed_percent, d.max_compressed_percent);
+	ck_assert_int_ne(c.store_incompressible, d.store_incompressible);
 	ck_assert_uint_ne(c.evict_batch_pages, d.evict_batch_pages);
 	ck_assert_uint_ne(c.fault_spin_usec, d.fault_spin_usec);
 	ck_assert_int_ne(c.log_level, d.log_level);
@@ -216,6 +220,18 @@ START_TEST(test_mlock)
 }
 END_TEST
 
+START_TEST(test_auto_bool)
+{
+	ck_assert_int_eq(parse_ok("store_incompressible = yes").store_incompressible, CFG_YES);
+	ck_assert_int_eq(parse_ok("store_incompressible = On").store_incompressible, CFG_YES);
+	ck_assert_int_eq(parse_ok("store_incompressible = no").store_incompressible, CFG_NO);
+	ck_assert_int_eq(parse_ok("store_incompressible = 0").store_incompressible, CFG_NO);
+	ck_assert_int_eq(parse_ok("store_incompressible = no\nstore_incompressible = AUTO")
+				 .store_incompressible,
+			 CFG_AUTO);
+}
+END_TEST
+
 START_TEST(test_syntax)
 {
 	struct cfg c;
@@ -284,6 +300,10 @@ static const struct {
 	{ "log_level = 7", -EINVAL, "for log_level" },
 	{ "mlock = maybe", -EINVAL, "test.conf:1: bad value 'maybe' for mlock: expected yes or no" },
 	{ "mlock = 2", -EINVAL, "for mlock" },
+	{ "store_incompressible = maybe", -EINVAL,
+	  "test.conf:1: bad value 'maybe' for store_incompressible: expected yes, no or auto" },
+	{ "store_incompressible = autox", -EINVAL, "for store_incompressible" },
+	{ "mlock = auto", -EINVAL, "bad value 'auto' for mlock" },
 	{ "socket = run/zswapd.sock", -EINVAL,
 	  "bad value 'run/zswapd.sock' for socket: expected an absolute path shorter than 108 bytes" },
 	{ "socket = /xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
@@ -622,6 +642,7 @@ static Suite *cfg_suite(void)
 	tcase_add_test(tc, test_pool_bytes);
 	tcase_add_test(tc, test_log_level);
 	tcase_add_test(tc, test_mlock);
+	tcase_add_test(tc, test_auto_bool);
 	tcase_add_test(tc, test_pool_limit);
 	suite_add_tcase(s, tc);
 
