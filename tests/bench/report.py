@@ -249,7 +249,9 @@ How to read it:
   (pool_total_size) ≈ budget. "(resident+pool > budget)" marks a run where that sum
   came out more than 2% above the budget. "zswapd lzo, pool outside" instead has
   limit = budget and its pool on top, kernel zswap's accounting: the same resident
-  memory as the kernel cases, for comparing faults per access.
+  memory as the kernel cases, for comparing faults per access; and, as the kernel
+  (which stores pages that do not compress as they are when it can write them back,
+  and it can here: there is a swap file), store_incompressible = yes.
 - pages in: kernel pswpin + zswpin + swpin_zero deltas from /proc/vmstat (pswpin includes
   readahead); zswapd: its `loads`. faults/access: pages in / accesses in the window
   (issue 3's measure: at most 1.2x the kernel's). swap I/O: (pswpin + pswpout) × 4 KiB.
@@ -258,7 +260,8 @@ How to read it:
 - pool/orig: pool_total_size / (stored_pages × 4 KiB) at the end of the window (kernel:
   /sys/kernel/debug/zswap; Linux 6.18 keeps zero-filled pages out of zswap altogether and
   stores incompressible pages raw, while zswapd counts same-filled pages, stored as one
-  word, in stored_pages and leaves pages that compress badly resident). comp/orig:
+  word, in stored_pages and leaves pages that compress badly resident, except in
+  "pool outside", where it stores them as they are). comp/orig:
   zswapd's compressed_bytes / (stored_pages × 4 KiB) (the kernel does not report its
   compressed bytes). resident: the workload's RssAnon at the end of the window.
 - After the window every page is read back and checked against what the workload wrote
