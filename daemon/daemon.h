@@ -91,6 +91,17 @@ enum entry_where {
 	ENTRY_ON_DISK,	   /* in the swap file at byte offset disk; val unused */
 };
 
+/* The writeback LRUs: compressed entries, and pages stored as they are. */
+enum entry_lru_kind {
+	ENTRY_LRU_COMP = 0,
+	ENTRY_LRU_RAW = 1,
+	ENTRY_LRU_N,
+};
+
+struct entry_lru {
+	struct entry *head, *tail;
+};
+
 struct entry {
 	uint32_t refs;
 	uint16_t len;
@@ -261,7 +272,7 @@ struct daemon {
 	struct comp *comp;
 	struct pool *pool;
 	struct wb *wb;	/* the writeback tier, NULL if none */
-	struct entry *lru_head, *lru_tail; /* pool entries, oldest stored first */
+	struct entry_lru lru[ENTRY_LRU_N]; /* pool entries by kind, oldest stored first (wb.c) */
 	uint64_t pool_limit;	/* bytes */
 	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
 	uint8_t *page_buf;	/* one page of scratch for loads */

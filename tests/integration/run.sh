@@ -752,7 +752,25 @@ t_writeback() {
 	stop_daemon
 	kill -USR1 $pid
 	wait $pid
+	# Without readahead every read is a fault's, and reads only the
+	# sectors its object lies in, where the file system allows O_DIRECT
+	# reads of less than a block (the daemon says in what units).
+	restart_with "max_pool_bytes = 4M" "swap_file = $TMP/swap" "swap_file_size = 256M" \
+		"readahead_pages = 0"
+	shimmed "$MEMTEST" basic 64 64 16
+	local unit rbytes
+	unit=$(sed -n 's/.*faults read \([0-9]*\)-byte units.*/\1/p' "$TMP/daemon.log" | tail -1)
+	reads=$(stat_of swap_reads); rbytes=$(stat_of swap_read_bytes)
+	echo "result: no readahead: $reads reads of $rbytes bytes in $unit-byte units"
+	[ "$reads" -gt 500 ]
+	[ "$(stat_of readahead_pages)" -eq 0 ]
+	[ "$rbytes" -le $((reads * 4096)) ]
+	[ "$rbytes" -ge $((reads * unit)) ]
+	if [ "$unit" -lt 4096 ]; then
+		[ "$rbytes" -lt $((reads * 4096 * 3 / 4)) ]
+	fi
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
 	start_daemon
 }
 
