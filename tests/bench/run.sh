@@ -796,23 +796,37 @@ run_writeback() {
 #           no limit while N×W fits in B.  zswapd's limits are per process,
 #           the cgroup's is one for the group: the kernel may give one job
 #           more than its share, zswapd does not.
-# "RESIDENT+POOL POOL" of the case now, in kB: the cgroup's usage (kernel)
-# or the jobs' RssAnon summed, plus kernel zswap's or zswapd's pool.
-workers_sample() {  # MODE
-	local kb=0 pool=0 p v
+# Resident + pool of the case now, in kB, and the pool alone: the cgroup's
+# usage (kernel) or the jobs' RssAnon summed, plus kernel zswap's or
+# zswapd's pool.
+workers_sample() {  # MODE: sets SAMPLE_KB and SAMPLE_POOL_KB
+	local p k v rest
+	SAMPLE_KB=0 SAMPLE_POOL_KB=0
+	# Shell builtins only, as alive and wait_phase (above): this runs four
+	# times a second through the whole case, and a sed per job and sample
+	# (70 programs a second at N = 16) cost the zswapd cases CPU the kernel
+	# ones, with one cat, did not pay.
 	case $1 in
-	swap | zswap) kb=$(($(cat "$CG/memory.usage_in_bytes") / 1024)) ;;
+	swap | zswap)
+		read -r v <"$CG/memory.usage_in_bytes" && SAMPLE_KB=$((v / 1024)) ;;
 	*)
 		for p in "${WORKERS_PIDS[@]}"; do
-			v=$(sed -n 's/^RssAnon:\s*\([0-9]*\).*/\1/p' "/proc/$p/status" 2>/dev/null) || v=0
-			kb=$((kb + ${v:-0}))
+			while read -r k v rest; do
+				[ "$k" = RssAnon: ] && SAMPLE_KB=$((SAMPLE_KB + v)) && break
+			done 2>/dev/null <"/proc/$p/status"
 		done ;;
 	esac
 	case $1 in
-	zswap) pool=$(sed -n 's/^Zswap:\s*\([0-9]*\).*/\1/p' /proc/meminfo) ;;
-	zswapd) pool=$("$B/zswapctl" stats 2>/dev/null | awk '$1 == "pool_total_size" { print int($2 / 1024) }') ;;
+	zswap)
+		while read -r k v rest; do
+			[ "$k" = Zswap: ] && SAMPLE_POOL_KB=$v && break
+		done </proc/meminfo ;;
+	zswapd) # one program: the daemon is the only one who knows
+		while read -r k v rest; do
+			[ "$k" = pool_total_size ] && SAMPLE_POOL_KB=$((v / 1024)) && break
+		done < <("$B/zswapctl" stats 2>/dev/null) ;;
 	esac
-	echo $((kb + ${pool:-0})) "${pool:-0}"
+	SAMPLE_KB=$((SAMPLE_KB + SAMPLE_POOL_KB))
 }
 
 workers_snapshot() {  # TAG
@@ -824,7 +838,7 @@ workers_snapshot() {  # TAG
 }
 
 run_workers_case() {  # NAME MODE N
-	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pool pct=0 limit q= deadline live
+	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pct=0 limit q= deadline live
 	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0
 	local -a wl=("$B/workload" --size "$WSIZE" --accesses "$WACCESSES" --warmup 0
 		--pattern hotcold --hot-pct 20 --hot-access-pct 80 --write-pct 50 --json)
@@ -867,9 +881,9 @@ run_workers_case() {  # NAME MODE N
 		live=0
 		for p in "${WORKERS_PIDS[@]}"; do alive "$p" && live=1 && break; done
 		[ $live -eq 1 ] || break
-		read -r kb pool < <(workers_sample "$mode")
-		[ "$kb" -gt "$peak" ] && peak=$kb
-		[ "$pool" -gt "$PEAK_POOL_KB" ] && PEAK_POOL_KB=$pool
+		workers_sample "$mode"
+		[ "$SAMPLE_KB" -gt "$peak" ] && peak=$SAMPLE_KB
+		[ "$SAMPLE_POOL_KB" -gt "$PEAK_POOL_KB" ] && PEAK_POOL_KB=$SAMPLE_POOL_KB
 		sleep 0.25
 	done
 	t1=$(date +%s.%N)
