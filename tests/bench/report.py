@@ -354,7 +354,9 @@ How to read it:
   pages too); zswapd: `loads`.
 - swap read / written: kernel pswpin / pswpout × 4 KiB (pswpout counts zswap writebacks
   as well as direct swap-outs; whole 4 KiB pages either way); zswapd: swap_read_bytes /
-  swap_write_bytes (4 KiB blocks of packed compressed data). swap I/O = read + written.
+  swap_write_bytes (written: 4 KiB blocks of packed compressed data, a block for each
+  page that does not compress; read: the sectors (direct-I/O units) of the object a fault wants,
+  whole blocks for readahead). swap I/O = read + written.
 - written back: zswap debugfs written_back_pages (kernel zswpwb if no debugfs) / zswapd
   written_back_pages: pages moved from the pool to the swap file during the window.
 - readahead hits: kernel swap_ra_hit (of swap_ra pages read ahead); zswapd readahead_hits

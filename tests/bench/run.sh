@@ -805,25 +805,26 @@ workers_sample() {  # MODE: sets SAMPLE_KB and SAMPLE_POOL_KB
 	# Shell builtins only, as alive and wait_phase (above): this runs four
 	# times a second through the whole case, and a sed per job and sample
 	# (70 programs a second at N = 16) cost the zswapd cases CPU the kernel
-	# ones, with one cat, did not pay.
+	# ones, with one cat, did not pay.  (`if`, not `&&`, and `|| true`: a
+	# loop whose last test failed, or a job gone, must not stop set -e.)
 	case $1 in
 	swap | zswap)
-		read -r v <"$CG/memory.usage_in_bytes" && SAMPLE_KB=$((v / 1024)) ;;
+		read -r v <"$CG/memory.usage_in_bytes" && SAMPLE_KB=$((v / 1024)) || true ;;
 	*)
 		for p in "${WORKERS_PIDS[@]}"; do
 			while read -r k v rest; do
-				[ "$k" = RssAnon: ] && SAMPLE_KB=$((SAMPLE_KB + v)) && break
-			done 2>/dev/null <"/proc/$p/status"
+				if [ "$k" = RssAnon: ]; then SAMPLE_KB=$((SAMPLE_KB + v)); break; fi
+			done 2>/dev/null <"/proc/$p/status" || true
 		done ;;
 	esac
 	case $1 in
 	zswap)
 		while read -r k v rest; do
-			[ "$k" = Zswap: ] && SAMPLE_POOL_KB=$v && break
+			if [ "$k" = Zswap: ]; then SAMPLE_POOL_KB=$v; break; fi
 		done </proc/meminfo ;;
-	zswapd) # one program: the daemon is the only one who knows
+	zswapd) # one program: only the daemon knows its pool
 		while read -r k v rest; do
-			[ "$k" = pool_total_size ] && SAMPLE_POOL_KB=$((v / 1024)) && break
+			if [ "$k" = pool_total_size ]; then SAMPLE_POOL_KB=$((v / 1024)); break; fi
 		done < <("$B/zswapctl" stats 2>/dev/null) ;;
 	esac
 	SAMPLE_KB=$((SAMPLE_KB + SAMPLE_POOL_KB))
