@@ -221,6 +221,7 @@ struct target {
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
 	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
 	bool limit_set;	      /* by zswapctl limit (even "none"): default_limit_percent no longer applies */
+	bool limit_unreachable_told; /* logged that its incompressible pages exceed its limit */
 	struct hot hot;       /* pages faulted back lately (hot.h) */
 	struct loadlog loads_log; /* the same pages, in the order they came back */
 	uint64_t sweep_dry_until_ms; /* a sweep found next to nothing cold: the log first until then */
@@ -312,6 +313,7 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page);
+bool entry_stores_incompressible(const struct daemon *d);
 static inline void entry_get(struct entry *e)
 {
 	e->refs++;
@@ -409,6 +411,7 @@ void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 bool reclaim_picking(const struct daemon *d);
 bool reclaim_limited(const struct target *t);
+bool reclaim_limit_unreachable(const struct target *t);
 bool reclaim_throttle(const struct target *t);
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
 void reclaim_continue(struct daemon *d);

@@ -45,7 +45,7 @@ static bool entry_pool_has_room(struct daemon *d, size_t len)
  * auto follows kernel zswap (6.18): a page that does not compress is stored
  * when it can be written back, refused when it could only sit in the pool.
  */
-static bool entry_store_incompressible(const struct daemon *d)
+bool entry_stores_incompressible(const struct daemon *d)
 {
 	if (d->cfg.store_incompressible == CFG_AUTO)
 		return d->wb != NULL;
@@ -84,7 +84,7 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 	}
 	if ((unsigned)len >= ZS_PAGE_SIZE ||
 	    (unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.max_compressed_percent) {
-		if (!entry_store_incompressible(d)) {
+		if (!entry_stores_incompressible(d)) {
 			r = -E2BIG;
 			d->st.reject_compress_poor++;
 			goto fail;

@@ -185,6 +185,31 @@ uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 }
 
 /*
+ * The pages that compress too poorly to leave (t->poor: refused in the
+ * last minute, still resident) are as much as t's limit by themselves: no
+ * eviction brings it under, and the limit's reclaim takes its hot pages
+ * again and again for nothing (a 64 MiB job with 8 MiB of random pages
+ * under a 6.9M limit: 6k stores and 6k loads a second).  Said once per
+ * process, with the way out.
+ */
+bool reclaim_limit_unreachable(const struct target *t)
+{
+	return t->last_limit && (uint64_t)t->poor.used * ZS_PAGE_SIZE >= t->last_limit;
+}
+
+static void reclaim_tell_unreachable(struct target *t)
+{
+	if (t->limit_unreachable_told || !reclaim_limit_unreachable(t) ||
+	    entry_stores_incompressible(t->d))
+		return;
+	t->limit_unreachable_told = true;
+	log_warning("pid %d: %llu MiB of its pages do not compress, more than its limit of %llu "
+		    "MiB: it cannot get under it (store_incompressible = yes would store them)",
+		    (int)t->pid, (unsigned long long)((uint64_t)t->poor.used * ZS_PAGE_SIZE >> 20),
+		    (unsigned long long)(t->last_limit >> 20));
+}
+
+/*
  * Whether t is so far over its limit (by more than the slack) that its
  * faults should wait for the eviction batch in flight, as memory.high
  * throttles a cgroup that outgrows it: without that, a process that faults
@@ -200,7 +225,7 @@ bool reclaim_throttle(const struct target *t)
 	uint64_t limit = t->last_limit, gone = t->stores - t->stores_at_check;
 	uint64_t est = t->rss_pages + t->faults_since_check;
 
-	if (!limit || !reclaim_limited(t) || (uint64_t)t->poor.used * ZS_PAGE_SIZE >= limit)
+	if (!limit || !reclaim_limited(t) || reclaim_limit_unreachable(t))
 		return false;
 	est = est > gone ? est - gone : 0;
 	return est * ZS_PAGE_SIZE > limit + reclaim_slack(limit);
@@ -227,6 +252,7 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 		slack = reclaim_slack(limit);
 		if (rss <= limit + slack / 4)
 			continue;
+		reclaim_tell_unreachable(t);
 		reclaim_begin(t, NULL, 0, rss - limit + slack, false);
 	}
 }

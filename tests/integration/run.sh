@@ -405,6 +405,8 @@ t_poor_remembered() {
 	echo "result: limit 8M on 160 MiB with ~$pages random pages: $tried refused, RssAnon $(awk '/^RssAnon/ { print $2 }' /proc/$pid/status) kB"
 	[ "$tried" -ge $((pages * 8 / 10)) ]
 	[ "$tried" -le $((pages * 3 / 2)) ]
+	# ...which is more than the limit: said once, with the way out.
+	[ "$(grep -c "pid $pid: .* do not compress, more than its limit of 8 MiB" "$TMP/daemon.log")" -eq 1 ]
 	kill -USR1 $pid
 	wait $pid
 }
