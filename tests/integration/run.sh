@@ -436,7 +436,11 @@ t_store_incompressible() {
 	wait $pid
 	[ "$(stat_of reject_compress_poor)" -eq 0 ]
 	[ "$raw" -ge $((pages * 7 / 10)) ]
-	[ "$min" -le $((12 * 1024)) ]
+	# ASan's shadow of the 160 MiB (1/8 of it) is resident too: 21 MiB at
+	# the lowest then, against 41 with "no" (poor_remembered under ASan).
+	local shadow=0
+	case "${SANITIZE:-}" in *address*) shadow=$((160 * 1024 / 8)) ;; esac
+	[ "$min" -le $((12 * 1024 + shadow)) ]
 	[ "$(stat_of stored_incompressible_pages)" -eq 0 ] # all freed with the process
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	stop_daemon
