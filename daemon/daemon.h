@@ -314,6 +314,11 @@ int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page);
 bool entry_stores_incompressible(const struct daemon *d);
+/* A COMP entry whose object is the page as it is (store_incompressible), not compressed. */
+static inline bool entry_as_is(const struct entry *e)
+{
+	return e->len == ZS_PAGE_SIZE;
+}
 static inline void entry_get(struct entry *e)
 {
 	e->refs++;

@@ -10,10 +10,11 @@
  * otherwise: it stays resident (reject_compress_poor).  An object of exactly
  * ZS_PAGE_SIZE bytes is always such a page, never compressed data: a
  * compressed result that long is too poor to keep under any setting, so
- * the length alone tells entry_unpack() which it holds, in the pool and on
- * disk alike, as zswap's entry->length == PAGE_SIZE does.  The pool limit is enforced here with zswap's
- * hysteresis: once full, stores are refused until the pool is back under
- * accept_threshold_percent of the limit, so we do not thrash at the edge.
+ * the length alone tells which it holds (entry_as_is()), in the pool and
+ * on disk alike, as zswap's entry->length == PAGE_SIZE does.  The pool
+ * limit is enforced here with zswap's hysteresis: once full, stores are
+ * refused until the pool is back under accept_threshold_percent of the
+ * limit, so we do not thrash at the edge.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 	e->len = (uint16_t)len;
 	e->val = handle;
 	d->st.compressed_bytes += (uint64_t)len;
-	if (len == ZS_PAGE_SIZE)
+	if (entry_as_is(e))
 		d->st.stored_incompressible_pages++;
 	wb_lru_add(d, e, false);
 stored:
@@ -187,7 +188,7 @@ void entry_put(struct daemon *d, struct entry *e)
 			pool_release(d->pool, e->val);
 			d->st.compressed_bytes -= e->len;
 		}
-		if (e->len == ZS_PAGE_SIZE)
+		if (entry_as_is(e))
 			d->st.stored_incompressible_pages--;
 		wb_entry_freed(d, e);
 	} else if (e->kind == ENTRY_RAW) {

@@ -158,7 +158,7 @@ static int wb_submit(struct wb *wb, struct wb_io *io)
 
 static struct entry_lru *lru_of(struct daemon *d, const struct entry *e)
 {
-	return &d->lru[e->len == ZS_PAGE_SIZE ? ENTRY_LRU_RAW : ENTRY_LRU_COMP];
+	return &d->lru[entry_as_is(e) ? ENTRY_LRU_RAW : ENTRY_LRU_COMP];
 }
 
 static void lru_del(struct daemon *d, struct entry *e)
