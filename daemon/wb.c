@@ -355,11 +355,13 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
 int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
 {
 	struct wb *wb = t->d->wb;
+	unsigned at = (unsigned)(e->disk % WB_BLOCK), unit;
 	struct wb_io *io;
 	int r;
 
 	if (!wb)
 		return -EIO;
+	unit = wb->read_align;
 	if (e->reads == UINT8_MAX)
 		return -EBUSY; /* retried: the reads under way will map it */
 	io = wb_io_new(WB_READ);
@@ -369,9 +371,8 @@ int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
 	 * hundred bytes of its block, and O_DIRECT reads as little as the
 	 * device's logical block (512 bytes here) when aligned to it. */
 	io->block = e->disk / WB_BLOCK;
-	io->off = (unsigned)(e->disk % WB_BLOCK) / wb->read_align * wb->read_align;
-	io->len = ((unsigned)(e->disk % WB_BLOCK) + e->len + wb->read_align - 1) / wb->read_align *
-		  wb->read_align - io->off;
+	io->off = at / unit * unit;
+	io->len = (at + e->len + unit - 1) / unit * unit - io->off;
 	io->target = t;
 	io->msg = *msg;
 	io->entry = e;
