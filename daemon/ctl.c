@@ -74,6 +74,7 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "zero_fills", d->st.zero_fills);
 	ctl_put(out, &n, max, "faults_deferred", d->st.faults_deferred);
 	ctl_put(out, &n, max, "faults_throttled", d->st.faults_throttled);
+	ctl_put(out, &n, max, "stalled_writes", d->st.stalled_writes);
 	ctl_put(out, &n, max, "hot_skips", d->st.hot_skips);
 	ctl_put(out, &n, max, "poor_skips", d->st.poor_skips);
 	ctl_put(out, &n, max, "raw_pages", d->st.raw_pages);

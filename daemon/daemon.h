@@ -58,6 +58,7 @@ struct stats {
 	uint64_t zero_fills;	     /* cumulative: faults on never-evicted pages in registered chunks */
 	uint64_t faults_deferred;    /* cumulative: faults that waited for an eviction batch */
 	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
+	uint64_t stalled_writes;     /* cumulative: writes let through a batch whose agent stalled */
 	uint64_t evict_batches;	     /* cumulative */
 	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
 	uint64_t evict_local_batches; /* of which the agent ran on the app's CPU (agent_follow_app) */
@@ -157,6 +158,8 @@ struct batch {
 	struct batch_run *runs;
 	uint8_t *dead;	   /* per slot: the app discarded this page while in flight */
 	uint8_t *restored; /* per slot: put back for our own agent, which needed it */
+	uint8_t *writer;   /* per slot: BATCH_WRITER_*, a write-protect fault of the app's */
+	uint32_t nwriters_waiting; /* slots at BATCH_WRITER_WAITING */
 	struct batch_remap *remaps; /* in the order they came */
 	uint32_t nremaps, remaps_cap;
 	bool remap_overflow; /* one could not be kept (ENOMEM): put the pages back */
@@ -170,6 +173,13 @@ struct batch {
 	int32_t *dropped;   /* per run: pages the agent dropped, or -errno; NULL until done */
 	uint8_t *committed; /* per slot: the commit has dealt with it (stored, refused, skipped) */
 	uint32_t commit_run, commit_page; /* where the commit goes on */
+};
+
+/* batch->writer[slot]: what became of an app thread's write to a page in flight. */
+enum {
+	BATCH_WRITER_NONE,
+	BATCH_WRITER_WAITING, /* in a write-protect fault, until the commit lifts it */
+	BATCH_WRITER_LET_THROUGH, /* the batch stalled: lifted and vetoed (evict.c) */
 };
 
 /* The next batch being chosen, one chunk of address space per loop turn. */
@@ -399,6 +409,7 @@ void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
+void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot);
 /* In flight for FAULT_THROTTLE_USEC or more: its agent may be stopped. */
 bool evict_batch_stuck(const struct target *t);
 void evict_serve_stuck(struct target *t);

@@ -33,7 +33,10 @@
  *  - mremap moves pages in flight: the commit indexes them where they went;
  *  - fork while in flight: the child gets the committed entries too, and
  *    the pages put back (restored, refused, aborted); until the commit its
- *    missing faults wait (a page its parent dropped has no entry yet).
+ *    missing faults wait (a page its parent dropped has no entry yet);
+ *  - a batch whose agent is stopped (a debugger) serves reads from staging
+ *    and lets writes through after FAULT_THROTTLE_USEC, rather than wait
+ *    on the agent forever (evict_note_writer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +67,7 @@ static void batch_free(struct batch *b)
 	free(b->runs);
 	free(b->dead);
 	free(b->restored);
+	free(b->writer);
 	free(b->deferred);
 	free(b->dropped);
 	free(b->committed);
@@ -337,6 +341,78 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 	return r == -EEXIST ? 0 : r;
 }
 
+/*
+ * An app thread wants to write to a page of the batch, which waits in a
+ * write-protect fault for the commit to lift the protection.  If the batch
+ * stalls (its agent stopped by a debugger, or LeakSanitizer's tracer that
+ * stops every thread and then writes chunk tags) that wait has no end, and
+ * whoever stopped the agent may be the writer: a deadlock.  So once the
+ * batch is stuck the write is let through, which is safe only with an agent
+ * that moves pages out, because a move can be undone:
+ *
+ *   1. veto the slot, then lift the protection (the writer goes on);
+ *   2. the agent looks at the vetoes before each move and again after it,
+ *      and moves a vetoed page back (agent_unmove_vetoed);
+ *   3. the commit asks pagemap: a page that is there is the app's, with its
+ *      write, and stays out; a page that is gone was moved before the veto
+ *      could be seen after the move, so before the lift, with no write in
+ *      it, and its staging copy is exact: it is committed like any other.
+ *
+ * Meanwhile a fault on such a page may find it in the agent's scratch, with
+ * the write in it, not in staging: it waits for the commit (evict_serve_stuck
+ * leaves it deferred), which takes the agent only the moment from a move to
+ * the look after it.  An agent that drops pages with MADV_DONTNEED cannot
+ * undo a drop, so its writers wait for the commit, as before.
+ */
+static void evict_let_writer_through(struct target *t, uint64_t addr, uint32_t slot)
+{
+	struct batch *b = t->batch;
+
+	if (b->writer[slot] == BATCH_WRITER_WAITING)
+		b->nwriters_waiting--;
+	b->writer[slot] = BATCH_WRITER_LET_THROUGH;
+	t->d->st.stalled_writes++;
+	/* Visible before the lift that lets the writer on: the agent's look
+	 * after its move then sees it if the write can be in the page moved. */
+	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
+			 __ATOMIC_SEQ_CST);
+	uffd_unprotect(t, addr, ZS_PAGE_SIZE);
+}
+
+/* A write-protect fault of an app thread (not the agent) on a page in flight. */
+void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot)
+{
+	struct batch *b = t->batch;
+
+	if (b->writer[slot] == BATCH_WRITER_LET_THROUGH) {
+		uffd_unprotect(t, addr, ZS_PAGE_SIZE); /* a fault read late: lifted already */
+		return;
+	}
+	if (evict_batch_stuck(t) && target_scratch(t, NULL)) {
+		evict_let_writer_through(t, addr, slot);
+		return;
+	}
+	if (b->writer[slot] == BATCH_WRITER_NONE)
+		b->nwriters_waiting++;
+	b->writer[slot] = BATCH_WRITER_WAITING;
+}
+
+/* The batch got stuck with writers waiting since before: let them through. */
+static void evict_release_writers(struct target *t)
+{
+	struct batch *b = t->batch;
+
+	for (uint32_t i = 0; i < b->nruns && b->nwriters_waiting; i++) {
+		const struct batch_run *run = &b->runs[i];
+
+		for (uint32_t k = 0; k < run->npages; k++)
+			if (b->writer[run->slot + k] == BATCH_WRITER_WAITING)
+				evict_let_writer_through(
+					t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
+					run->slot + k);
+	}
+}
+
 bool evict_batch_stuck(const struct target *t)
 {
 	return t->batch && !t->batch->dropped &&
@@ -357,7 +433,11 @@ void evict_serve_stuck(struct target *t)
 	struct uffd_msg *msgs;
 	uint32_t n, slot;
 
-	if (!evict_batch_stuck(t) || !b->ndeferred)
+	if (!evict_batch_stuck(t))
+		return;
+	if (b->nwriters_waiting && target_scratch(t, NULL))
+		evict_release_writers(t);
+	if (!b->ndeferred)
 		return;
 	msgs = b->deferred;
 	n = b->ndeferred;
@@ -367,7 +447,9 @@ void evict_serve_stuck(struct target *t)
 		uint64_t addr = msgs[i].arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
 		int r;
 
-		if (evict_in_staging(t, addr, &slot))
+		if (evict_in_staging(t, addr, &slot) && b->writer[slot] == BATCH_WRITER_LET_THROUGH)
+			r = -EAGAIN; /* maybe in the agent's scratch with its write: the commit */
+		else if (evict_in_staging(t, addr, &slot))
 			r = evict_serve_agent_fault(t, addr, slot);
 		else
 			r = fault_serve(t, &msgs[i]);
@@ -805,7 +887,8 @@ int evict_start(struct target *t)
 	b->dead = calloc(t->staging_pages, 1);
 	b->restored = calloc(t->staging_pages, 1);
 	b->committed = calloc(t->staging_pages, 1);
-	if (!b->runs || !b->dead || !b->restored || !b->committed)
+	b->writer = calloc(t->staging_pages, 1);
+	if (!b->runs || !b->dead || !b->restored || !b->committed || !b->writer)
 		goto out;
 	b->id = ++t->d->next_batch_id;
 	b->started_usec = now_usec();
@@ -1024,7 +1107,21 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 		evict_put_back_children(b, addr, page);
 		return;
 	}
-	if (b->dead[slot] || ZS_STAGING_VETO(t->staging, t->staging_pages)[slot])
+	if (b->writer[slot] == BATCH_WRITER_LET_THROUGH && !b->dead[slot]) {
+		bool kept = proc_page_present(t->pid, addr) == 1;
+
+		log_debug("pid %d: batch %llu: %#llx written while stalled: %s", (int)t->pid,
+			  (unsigned long long)b->id, (unsigned long long)addr,
+			  kept ? "the app has it" : "moved out before, committed");
+		if (kept) {
+			/* The app's, with the write: children forked while it
+			 * was out get it as it was (it is out only in rare timing). */
+			evict_put_back_children(b, addr, page);
+			return;
+		}
+	}
+	if (b->dead[slot] || (ZS_STAGING_VETO(t->staging, t->staging_pages)[slot] &&
+			      b->writer[slot] != BATCH_WRITER_LET_THROUGH))
 		return; /* discarded by the app (zeros), or never dropped */
 	r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
 	if (r < 0) {

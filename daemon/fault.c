@@ -348,11 +348,14 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 
 	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
 		/* In a batch: the commit lifts it (our own agent: at once, with a
-		 * veto on dropping the page).  Elsewhere: a leftover, lift now. */
+		 * veto on dropping the page; anyone, once the batch is stuck:
+		 * evict_note_writer).  Elsewhere: a leftover, lift now. */
 		if (!evict_in_flight(t, addr, &slot))
 			uffd_unprotect(t, addr, ZS_PAGE_SIZE);
 		else if (ptid == t->agent_tid)
 			evict_serve_agent_wp(t, addr, slot);
+		else
+			evict_note_writer(t, addr, slot);
 		return;
 	}
 	if (t->batch_parent && t->batch_parent->batch) {

@@ -164,6 +164,7 @@ static void agent_unfollow(struct agent *a)
  * evicting it (vmscan.c) and a forked child from inheriting its pages.
  */
 #define AGENT_MOVE_TRIES 50 /* EAGAIN while the app changes its mm: 20 us apart */
+#define AGENT_UNMOVE_TRIES 50000 /* a move back must not be given up lightly: 1 s */
 
 static void agent_scratch_setup(struct agent *a)
 {
@@ -203,6 +204,7 @@ static void agent_scratch_setup(struct agent *a)
 static void agent_unmove_vetoed(struct agent *a, uint64_t addr, size_t npages, uint32_t slot)
 {
 	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct timespec ts = { 0, 20000 };
 
 	for (size_t k = 0; k < npages; k++) {
 		struct uffdio_move mv = {
@@ -211,8 +213,15 @@ static void agent_unmove_vetoed(struct agent *a, uint64_t addr, size_t npages, u
 			.len = SHIM_PAGE,
 		};
 
-		if (veto[slot + k])
-			syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv);
+		if (!veto[slot + k])
+			continue;
+		/* EAGAIN while the app changes its mm (zswapd reads that event
+		 * soon): given up, the page would go with the scratch. */
+		for (unsigned tries = 0; tries < AGENT_UNMOVE_TRIES; tries++) {
+			if (syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv) == 0 || errno != EAGAIN)
+				break;
+			syscall(SYS_nanosleep, &ts, NULL);
+		}
 	}
 }
 

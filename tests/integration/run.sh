@@ -337,29 +337,17 @@ t_limit_onecpu() {
 	[ "$max" -le $((430 * 1024 * 106 / 100)) ]
 }
 
-t_agent_stopped() {
-	no_rss_under_tsan
-	# The agent thread stopped while the app goes on faulting under a limit
-	# (a debugger; LeakSanitizer stops every thread, then reads every page):
-	# its batch cannot commit.  Faults must not wait on it: none is held for
-	# being over the limit once the batch is FAULT_THROTTLE_USEC old, and a
-	# fault on a page the agent had already dropped is served from staging.
-	# Here the agent alone is stopped (ptrace SEIZE + INTERRUPT) for 3 s;
-	# loads must go on meanwhile (a fault held for 10 ms each would allow
-	# 200 in 2 s), and every page is verified at the end.  Reads only: a
-	# write to a page of the batch still waits for the commit, since
-	# lifting its protection while the agent may yet drop it would lose
-	# the write (LeakSanitizer only reads).  The limit leaves the hot set
-	# (51 MiB, plus ASan's own memory under make asan) resident: below it,
-	# the pages the workload writes (its latency samples) get evicted too,
-	# and a write to one caught in the stopped batch waits, as said (0
-	# loads in 2 s, in 2 of 4 runs under ASan at 64M).
+# agent_stop_run WRITE_PCT OUT: runs the workload (256 MiB, 10 s) under a
+# 96M limit, stops its agent alone (ptrace SEIZE + INTERRUPT) for 3 s, and
+# prints the pages loaded in 2 s of that; the workload verifies every page
+# at the end (its exit status).
+agent_stop_run() {
 	local pid agent served
-	LD_PRELOAD=$SHIM "$B/tests/workload" --size 256 --seconds 10 --warmup 0 --write-pct 0 \
-		>"$TMP/stopped.out" &
+	LD_PRELOAD=$SHIM "$B/tests/workload" --size 256 --seconds 10 --warmup 0 --write-pct "$1" \
+		>"$2" &
 	pid=$!
 	for _ in $(seq 100); do "$CTL" list | grep -qw "$pid" && break; sleep 0.02; done
-	"$CTL" limit "$pid" 96M
+	"$CTL" limit "$pid" 96M >/dev/null
 	sleep 2
 	agent=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n1)
 	served=$(python3 - "$agent" "$CTL" <<'EOF'
@@ -381,10 +369,43 @@ print(loads() - a)
 time.sleep(0.5)
 libc.ptrace(PTRACE_DETACH, tid, None, None)
 EOF
-	) || return 1
+	) || { wait $pid; return 1; }
 	wait $pid || return 1
+	echo "$served"
+}
+
+t_agent_stopped() {
+	no_rss_under_tsan
+	# The agent thread stopped while the app goes on faulting under a limit
+	# (a debugger; LeakSanitizer stops every thread, then reads every page):
+	# its batch cannot commit.  Faults must not wait on it: none is held for
+	# being over the limit once the batch is FAULT_THROTTLE_USEC old, and a
+	# fault on a page the agent had already dropped is served from staging.
+	# Loads must go on while the agent is stopped (a fault held for 10 ms
+	# each would allow 200 in 2 s).  Reads only here; agent_stopped_writes
+	# writes too.  The limit leaves the hot set (51 MiB, plus ASan's own
+	# memory under make asan) resident.
+	local served
+	served=$(agent_stop_run 0 "$TMP/stopped.out") || return 1
 	echo "result: agent of a 256 MiB process stopped for 3 s under a 96M limit: $served pages loaded in 2 s of it; $(cat "$TMP/stopped.out")"
 	[ "$served" -ge 1000 ]
+}
+
+t_agent_stopped_writes() {
+	no_rss_under_tsan
+	# As agent_stopped, with half the accesses writes.  A write to a page of
+	# the stopped batch used to wait for its commit, i.e. for the agent: 0
+	# loads in 2 s, and a debugger (or LeakSanitizer's tracer, which writes
+	# chunk tags) that stopped the agent and then wrote to such a page hung.
+	# Once the batch is stuck the write is let through (stalled_writes): the
+	# page is vetoed, then unprotected, and the commit keeps whichever copy
+	# is the app's.  Every page is verified at the end.
+	local served before after
+	before=$(stat_of stalled_writes)
+	served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
+	after=$(stat_of stalled_writes)
+	echo "result: agent stopped for 3 s, half the accesses writes: $served pages loaded in 2 s of it, $((after - before)) writes let through; $(cat "$TMP/stopped_w.out")"
+	[ "$served" -ge 1000 ] && [ $((after - before)) -ge 1 ]
 }
 
 t_poor_remembered() {
@@ -952,6 +973,7 @@ run limit t_limit
 run limit_fast t_limit_fast
 run limit_onecpu t_limit_onecpu
 run agent_stopped t_agent_stopped
+run agent_stopped_writes t_agent_stopped_writes
 run poor_remembered t_poor_remembered
 run store_incompressible t_store_incompressible
 run default_limit t_default_limit
