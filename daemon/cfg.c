@@ -209,7 +209,8 @@ static const struct cfg_key cfg_keys[] = {
 	 * 1.2 us/page (process_vm_readv 0.95 + MADV_DONTNEED 0.25, ANCHORS.md),
 	 * so a 50-65 us daemon<->agent round trip adds about a fifth to a batch.
 	 */
-	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(evict_batch_pages), "256", 1, 1024, NULL },
+	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(evict_batch_pages), "256", 1,
+	  ZS_STAGING_MAX_SLOTS, NULL },
 	/*
 	 * A fault round trip to a handler asleep on the other vCPU costs 50-65 us
 	 * here, 16-18 us if it is polling (ANCHORS.md): faults come in bursts, so

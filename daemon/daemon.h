@@ -139,7 +139,6 @@ struct batch_run {
 	uint64_t addr;
 	uint32_t npages;
 	uint32_t slot;
-	uint64_t drop_cursor; /* next address the agent's MADV_DONTNEED will report in a REMOVE event */
 };
 
 /* An mremap seen while a batch was in flight: applied to its pages at commit. */
@@ -311,6 +310,8 @@ int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
 int proc_page_present(pid_t pid, uint64_t addr);
+/* The end of pid's mapping (VMA) that holds addr, from /proc/PID/maps; -ENOENT if none. */
+int proc_vma_end(pid_t pid, uint64_t addr, uint64_t *ret_end);
 
 /* loop.c */
 int loop_add(struct daemon *d, struct watch *w, uint32_t events);

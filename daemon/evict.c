@@ -26,8 +26,8 @@
  *    (deferred), except the agent's own, which is served at once, and one
  *    on a page committed already, served from the index;
  *  - the agent's own MADV_DONTNEED reports REMOVE events: of its scratch
- *    area only, or where it has no UFFDIO_MOVE, of the runs, recognised by
- *    address, in order, per run (drop_cursor); not the app's discards;
+ *    area only, or where it has no UFFDIO_MOVE, of the ranges of runs it
+ *    announced (ZS_STAGING_DROPS); not the app's discards;
  *  - the app's discard (REMOVE, UNMAP) of a page in flight marks it dead:
  *    it is not committed, so a later touch reads zeros as Linux promises;
  *  - mremap moves pages in flight: the commit indexes them where they went;
@@ -140,8 +140,14 @@ bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 /*
  * Whether a REMOVE event is the agent's own drop rather than the app's
  * discard.  An agent that moves pages out (UFFDIO_MOVE) discards nothing but
- * its scratch area.  One that drops them with MADV_DONTNEED reports each
- * run's pages in order: recognised by address, per run (drop_cursor).
+ * its scratch area.  One that drops them with MADV_DONTNEED announces each
+ * range first (ZS_STAGING_DROPS), and the kernel reports it one event per
+ * mapping it spans, in order: each must begin where the announced range
+ * (what is left of it) begins, and end where it ends or, short of that, at
+ * the end of a mapping.  The app's discard of the first pages of a range,
+ * before the agent's drop there, ends elsewhere: it is the app's, and the
+ * agent's event still matches.  If it ends at the end of a mapping too, the
+ * two events are the same range, and which is taken for which is the same.
  */
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
@@ -158,24 +164,29 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 		t->d->st.evict_moved_batches++;
 		return true;
 	}
-	if (!b)
+	if (!b || end <= start)
 		return false;
 	for (uint32_t i = 0; i < b->nruns; i++) {
-		struct batch_run *run = &b->runs[i];
+		const struct batch_run *run = &b->runs[i];
 		uint64_t run_end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
+		volatile uint16_t *drops = ZS_STAGING_DROPS(t->staging, t->staging_pages);
+		uint32_t slot, pages, got;
+		uint64_t vma_end;
 
-		if (start >= run->drop_cursor && end <= run_end && end > start) {
-			/* The agent skips vetoed pages, so a drop may start past a hole. */
-			const volatile uint8_t *veto = ZS_STAGING_VETO(t->staging, t->staging_pages);
-			bool holes_vetoed = true;
-
-			for (uint64_t a = run->drop_cursor; a < start; a += ZS_PAGE_SIZE)
-				holes_vetoed &= veto[run->slot + ((a - run->addr) >> ZS_PAGE_SHIFT)] != 0;
-			if (!holes_vetoed)
-				continue;
-			run->drop_cursor = end;
-			return true;
+		if (start < run->addr || end > run_end)
+			continue;
+		slot = run->slot + (uint32_t)((start - run->addr) >> ZS_PAGE_SHIFT);
+		pages = drops[slot];
+		got = (uint32_t)((end - start) >> ZS_PAGE_SHIFT);
+		if (got > pages)
+			return false;
+		if (got < pages) {
+			if (proc_vma_end(t->pid, end - 1, &vma_end) < 0 || vma_end != end)
+				return false;
+			drops[slot + got] = (uint16_t)(pages - got); /* the rest, next */
 		}
+		drops[slot] = 0;
+		return true;
 	}
 	return false;
 }
@@ -932,7 +943,6 @@ int evict_start(struct target *t)
 			.addr = runs[i].addr,
 			.npages = kept,
 			.slot = slot,
-			.drop_cursor = runs[i].addr,
 		};
 		slot += kept;
 	}
@@ -942,6 +952,8 @@ int evict_start(struct target *t)
 		goto out;
 	}
 	memset((void *)ZS_STAGING_VETO(t->staging, t->staging_pages), 0, t->staging_pages);
+	memset((void *)ZS_STAGING_DROPS(t->staging, t->staging_pages), 0,
+	       t->staging_pages * sizeof(uint16_t));
 	t->batch = b;
 	r = evict_send(t, b);
 	if (r < 0) {

@@ -146,3 +146,28 @@ int proc_page_present(pid_t pid, uint64_t addr)
 		return n < 0 ? -errno : -EIO;
 	return (pm >> 63) & 1; /* bit 63: present */
 }
+
+int proc_vma_end(pid_t pid, uint64_t addr, uint64_t *ret_end)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int r = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long start, end;
+
+		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && addr >= start && addr < end) {
+			*ret_end = end;
+			r = 0;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return r;
+}

@@ -42,7 +42,8 @@
  *             (see ZS_STAGING_VETO): with UFFDIO_MOVE to its scratch area
  *             (ZS_STAGING_SCRATCH), vetoing any page the move refuses, then
  *             one MADV_DONTNEED of the scratch; or, on kernels without
- *             UFFDIO_MOVE, with MADV_DONTNEED of each run, in order.
+ *             UFFDIO_MOVE, with MADV_DONTNEED of each run, in order, each
+ *             range announced first (ZS_STAGING_DROPS).
  *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dropped or -errno}
  *   daemon    compresses from staging, commits entries, lifts the
  *             write-protection (which wakes any writer that waited).
@@ -65,7 +66,7 @@
 #define ZSWAP_SOCKET_ENV "ZSWAP_SOCKET"
 
 #define ZS_MAGIC 0x5a535750u /* "ZSWP" */
-#define ZS_VERSION 2
+#define ZS_VERSION 3 /* 3: the agent announces its MADV_DONTNEED drops (ZS_STAGING_DROPS) */
 #define ZS_MSG_MAX 65536 /* whole datagram, header included */
 
 enum zs_type {
@@ -115,10 +116,12 @@ struct zs_uffd {
  * The staging memfd holds staging_pages pages, then one more page of veto
  * bytes, one per staging slot.  The daemon sets a slot's byte when the
  * agent itself wrote to that page of the batch (a write-protect fault from
- * the agent's tid): the page is unprotected so the agent can go on, and the
- * agent must not drop it, since its copy may already be stale.  The daemon
- * clears the bytes before every ZS_EVICT; the agent reads them right before
- * each MADV_DONTNEED.
+ * the agent's tid), or, with an agent that moves pages, when it let an app
+ * thread's write through a batch stuck for FAULT_THROTTLE_USEC: the page
+ * is unprotected, and the agent must not drop it, since its copy may
+ * already be stale.  The daemon clears the bytes before every ZS_EVICT; the
+ * agent reads them right before each drop, and again after each move (a
+ * vetoed page it moved goes back).
  */
 #define ZS_STAGING_VETO(staging, pages) ((volatile uint8_t *)(staging) + (size_t)(pages) * 4096)
 
@@ -153,6 +156,23 @@ struct zs_uffd {
  */
 #define ZS_STAGING_MISMOVES(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 32))
+
+/*
+ * A batch has at most ZS_STAGING_MAX_SLOTS slots (evict_batch_pages), so
+ * the veto bytes take at most that much of their page; from there on, one
+ * 16-bit word per slot: an agent that drops with MADV_DONTNEED writes, in
+ * the word of the first slot of each range it is about to drop, the pages
+ * in that range, before the madvise.  The daemon clears the words before
+ * every ZS_EVICT and takes a REMOVE event for the agent's own only if it
+ * matches such a word exactly (clearing it): the app may discard a page of
+ * a run in flight too, and a match by address alone took the app's event
+ * for the agent's and the agent's, later, for a discard of the whole range.
+ */
+#define ZS_STAGING_MAX_SLOTS 1024
+#define ZS_STAGING_DROPS(staging, pages) \
+	((volatile uint16_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + ZS_STAGING_MAX_SLOTS))
+_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS <= 4096 - 32,
+	       "veto bytes and drop words fit before the words at the end of the veto page");
 
 /* ZS_READY flags */
 #define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */

@@ -307,6 +307,11 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 					run->staging_slot + (uint32_t)i);
 			continue;
 		}
+		/* Announced first: zswapd then tells this drop's REMOVE event
+		 * from a discard of the app's in the same place. */
+		__atomic_store_n(&ZS_STAGING_DROPS(shim.staging, shim.staging_len / SHIM_PAGE)
+					  [run->staging_slot + i],
+				 (uint16_t)(j - i), __ATOMIC_SEQ_CST);
 		syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
 			MADV_DONTNEED);
 		i = j;

@@ -13,6 +13,8 @@
  *   memtest threads                              writers vs reclaim loop
  *   memtest fork                                 parent/child share, then diverge
  *   memtest discard                              DONTNEED, FREE, munmap, mremap
+ *   memtest discard_agent                        with agentdiscard.so: a discard of the
+ *                                                app's right before the agent's drop there
  *   memtest exec                                 exec of a shimmed image
  *   memtest kernel                               kernel reads/writes of evicted pages
  *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
@@ -32,6 +34,7 @@
  *                                                "hot": only ever touch the first quarter
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -551,6 +554,54 @@ static int t_discard(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Under agentdiscard.so (agent_move = no): each drop of the agent in the
+ * area begins with a discard of its first page by "the app".  Those pages
+ * read zeros; every other page keeps its data.
+ */
+static int t_discard_agent(int argc, char **argv)
+{
+	void (*set_area)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT,
+									   "agentdiscard_area");
+	size_t (*taken)(const uint64_t **) =
+		(size_t(*)(const uint64_t **))dlsym(RTLD_DEFAULT, "agentdiscard_pages");
+	size_t npages = 16 * MIB / PAGE, n, bad = 0;
+	uint8_t *m = map_anon(npages * PAGE);
+	const uint64_t *dropped;
+	static uint8_t want[PAGE];
+	long pages;
+
+	(void)argc;
+	(void)argv;
+	if (!set_area || !taken) {
+		fprintf(stderr, "memtest discard_agent: agentdiscard.so is not preloaded\n");
+		return 2;
+	}
+	fill(m, npages, 23);
+	set_area(m, npages * PAGE);
+	pages = reclaim_self(16 * MIB);
+	set_area(NULL, 0);
+	n = taken(&dropped);
+	for (size_t i = 0; i < npages; i++) {
+		bool discarded = false;
+
+		for (size_t k = 0; k < n; k++)
+			discarded |= dropped[k] == (uint64_t)(uintptr_t)(m + i * PAGE);
+		fill_page(want, 23, i);
+		if (discarded ? !is_zero(m + i * PAGE, PAGE) : memcmp(m + i * PAGE, want, PAGE) != 0) {
+			if (bad++ < 5)
+				fprintf(stderr, "memtest discard_agent: page %zu %s\n", i,
+					discarded ? "was discarded but is not zero" : "differs");
+		}
+	}
+	printf("discard_agent: %ld pages evicted, %zu discarded right before the agent's drop\n",
+	       pages, n);
+	CHECK(pages > 0, "nothing evicted");
+	CHECK(n > 0, "no drop of the agent's was preceded by a discard");
+	CHECK(bad == 0, "%zu of %zu pages wrong", bad, npages);
+	return failures ? 1 : 0;
+}
+
 static int t_mremap(int argc, char **argv)
 {
 	size_t npages = 16 * MIB / PAGE;
@@ -969,6 +1020,7 @@ int main(int argc, char **argv)
 	} tests[] = {
 		{ "basic", t_basic },	  { "threads", t_threads },
 		{ "fork", t_fork },	  { "discard", t_discard },
+		{ "discard_agent", t_discard_agent },
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
