@@ -141,13 +141,17 @@ bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
  * Whether a REMOVE event is the agent's own drop rather than the app's
  * discard.  An agent that moves pages out (UFFDIO_MOVE) discards nothing but
  * its scratch area.  One that drops them with MADV_DONTNEED announces each
- * range first (ZS_STAGING_DROPS), and the kernel reports it one event per
- * mapping it spans, in order: each must begin where the announced range
- * (what is left of it) begins, and end where it ends or, short of that, at
- * the end of a mapping.  The app's discard of the first pages of a range,
- * before the agent's drop there, ends elsewhere: it is the app's, and the
- * agent's event still matches.  If it ends at the end of a mapping too, the
- * two events are the same range, and which is taken for which is the same.
+ * range first (ZS_STAGING_DROPS), within one registration chunk, so within
+ * one mapping unless the app split it since: the kernel reports a drop one
+ * event per mapping it spans, in order.  So each event must begin where the
+ * announced range (what is left of it) begins, and end where it ends or,
+ * short of that, at the end of a mapping.  The app's discard of the first
+ * pages of a range, before the agent's drop there, ends elsewhere: it is
+ * the app's, and the agent's event still matches.  If it ends at the end of
+ * a mapping too, the two events are the same range, and which is taken for
+ * which is the same.  (Where the mapping ends is read from maps after the
+ * event: an app that split a chunk's mapping mid-batch and moves that end
+ * again before we read it can still fool this.)
  */
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
@@ -183,6 +187,8 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 		if (got < pages) {
 			if (proc_vma_end(t->pid, end - 1, &vma_end) < 0 || vma_end != end)
 				return false;
+			log_debug("pid %d: agent's drop at %#llx split at a mapping's end %#llx",
+				  (int)t->pid, (unsigned long long)start, (unsigned long long)end);
 			drops[slot + got] = (uint16_t)(pages - got); /* the rest, next */
 		}
 		drops[slot] = 0;
@@ -378,15 +384,29 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 static void evict_let_writer_through(struct target *t, uint64_t addr, uint32_t slot)
 {
 	struct batch *b = t->batch;
+	volatile uint8_t *veto = &ZS_STAGING_VETO(t->staging, t->staging_pages)[slot];
 
 	if (b->writer[slot] == BATCH_WRITER_WAITING)
 		b->nwriters_waiting--;
-	b->writer[slot] = BATCH_WRITER_LET_THROUGH;
-	t->d->st.stalled_writes++;
 	/* Visible before the lift that lets the writer on: the agent's look
 	 * after its move then sees it if the write can be in the page moved. */
-	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
-			 __ATOMIC_SEQ_CST);
+	__atomic_store_n(veto, 1, __ATOMIC_SEQ_CST);
+	if (proc_page_present(t->pid, addr) == 0) {
+		/* Moved out already, while still protected: no write in it, and
+		 * its staging copy is exact.  Unvetoed, it is an evicted page
+		 * like the others (or, if the agent saw the veto and moves it
+		 * back, a present page with an entry, which is harmless); the
+		 * writer faults again on a missing page, served from staging
+		 * while the batch is stuck: nothing waits on the agent. */
+		__atomic_store_n(veto, 0, __ATOMIC_SEQ_CST);
+		log_debug("pid %d: batch %llu: %#llx written while stalled: moved out already",
+			  (int)t->pid, (unsigned long long)b->id, (unsigned long long)addr);
+		b->writer[slot] = BATCH_WRITER_NONE;
+		uffd_wake(t, addr, ZS_PAGE_SIZE);
+		return;
+	}
+	b->writer[slot] = BATCH_WRITER_LET_THROUGH;
+	t->d->st.stalled_writes++;
 	uffd_unprotect(t, addr, ZS_PAGE_SIZE);
 }
 
@@ -421,6 +441,31 @@ static void evict_release_writers(struct target *t)
 				evict_let_writer_through(
 					t, batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT)),
 					run->slot + k);
+	}
+}
+
+/*
+ * A lift of write-protection still pending (EAGAIN) where a new batch
+ * protects [addr, +npages) is cancelled: its writers, woken by this batch's
+ * lift now, wait on this batch without a fault of theirs to say so.  Count
+ * them as waiting writers, or a stall would never let them through.
+ */
+static void evict_note_pending_lifts(struct target *t, struct batch *b, uint64_t addr,
+				     uint32_t npages, uint32_t slot)
+{
+	uint64_t end = addr + ((uint64_t)npages << ZS_PAGE_SHIFT);
+
+	for (uint32_t i = 0; i < t->nunprotect; i++) {
+		uint64_t lo = t->unprotect[i].start, hi = lo + t->unprotect[i].len;
+
+		for (uint64_t a = lo > addr ? lo : addr; a < hi && a < end; a += ZS_PAGE_SIZE) {
+			uint32_t s = slot + (uint32_t)((a - addr) >> ZS_PAGE_SHIFT);
+
+			if (b->writer[s] == BATCH_WRITER_NONE) {
+				b->writer[s] = BATCH_WRITER_WAITING;
+				b->nwriters_waiting++;
+			}
+		}
 	}
 }
 
@@ -918,8 +963,10 @@ int evict_start(struct target *t)
 			if (r == 0)
 				r = evict_protect(t, runs[i].addr, len);
 		}
-		if (r == 0)
+		if (r == 0) {
+			evict_note_pending_lifts(t, b, runs[i].addr, runs[i].npages, slot);
 			uffd_unprotect_cancel(t, runs[i].addr, len);
+		}
 		if (r < 0) {
 			/* The mapping changed under us (munmap, mprotect): skip the run. */
 			log_debug_errno(r, "pid %d: cannot protect %#llx+%llu: %m", (int)t->pid,
@@ -937,6 +984,11 @@ int evict_start(struct target *t)
 		if (kept < runs[i].npages)
 			uffd_unprotect(t, runs[i].addr + ((uint64_t)kept << ZS_PAGE_SHIFT),
 				       (uint64_t)(runs[i].npages - kept) << ZS_PAGE_SHIFT);
+		for (uint32_t k = kept; k < runs[i].npages; k++)
+			if (b->writer[slot + k] == BATCH_WRITER_WAITING) {
+				b->writer[slot + k] = BATCH_WRITER_NONE; /* the next run's slot */
+				b->nwriters_waiting--;
+			}
 		if (kept == 0)
 			continue;
 		b->runs[b->nruns++] = (struct batch_run){

@@ -169,6 +169,14 @@ struct zs_uffd {
  * for the agent's and the agent's, later, for a discard of the whole range.
  */
 #define ZS_STAGING_MAX_SLOTS 1024
+
+/*
+ * zswapd registers memory in chunks of this size, aligned (hazard 5), so
+ * that is where the mappings of a served process split.  An agent that
+ * drops with MADV_DONTNEED drops one chunk at a time: its range then lies
+ * in one mapping, one REMOVE event.
+ */
+#define ZS_REGISTER_CHUNK (2ull << 20)
 #define ZS_STAGING_DROPS(staging, pages) \
 	((volatile uint16_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + ZS_STAGING_MAX_SLOTS))
 _Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS <= 4096 - 32,

@@ -288,6 +288,15 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 	}
 }
 
+/* Page j, or the first page of the run past i in the next 2 MiB chunk if sooner. */
+static size_t agent_chunk_end(uint64_t addr, size_t i, size_t j)
+{
+	uint64_t chunk_end = ((addr + i * SHIM_PAGE) | (ZS_REGISTER_CHUNK - 1)) + 1;
+	size_t last = (size_t)((chunk_end - addr) / SHIM_PAGE);
+
+	return last < j ? last : j;
+}
+
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
 static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 {
@@ -307,8 +316,12 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 					run->staging_slot + (uint32_t)i);
 			continue;
 		}
-		/* Announced first: zswapd then tells this drop's REMOVE event
-		 * from a discard of the app's in the same place. */
+		/* One 2 MiB chunk at a time: zswapd registers memory in such
+		 * chunks, so that is where the mappings split, and a drop that
+		 * spans two is reported as two REMOVE events.  Announced first:
+		 * zswapd then tells this drop's event from a discard of the
+		 * app's in the same place. */
+		j = agent_chunk_end(run->addr, i, j);
 		__atomic_store_n(&ZS_STAGING_DROPS(shim.staging, shim.staging_len / SHIM_PAGE)
 					  [run->staging_slot + i],
 				 (uint16_t)(j - i), __ATOMIC_SEQ_CST);

@@ -340,7 +340,8 @@ t_limit_onecpu() {
 # agent_stop_run WRITE_PCT OUT: runs the workload (256 MiB, 10 s) under a
 # 96M limit, stops its agent alone (ptrace SEIZE + INTERRUPT) for 3 s, and
 # prints the pages loaded in 2 s of that; the workload verifies every page
-# at the end (its exit status).
+# at the end (its exit status).  Its thread plays LeakSanitizer's tracer,
+# which reads and writes the heap directly while the others are stopped.
 agent_stop_run() {
 	local pid agent served
 	LD_PRELOAD=$SHIM "$B/tests/workload" --size 256 --seconds 10 --warmup 0 --write-pct "$1" \
@@ -354,20 +355,22 @@ agent_stop_run() {
 import ctypes, os, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+DETACH, SEIZE, INTERRUPT = 17, 0x4206, 0x4207
 tid, ctl = int(sys.argv[1]), sys.argv[2]
 def loads():
     out = subprocess.run([ctl, "stats"], capture_output=True, text=True).stdout
     return int(next(l.split()[1] for l in out.splitlines() if l.split()[0] == "loads"))
-if libc.ptrace(PTRACE_SEIZE, tid, None, None) or libc.ptrace(PTRACE_INTERRUPT, tid, None, None):
-    sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
-os.waitpid(tid, 0x40000000)  # __WALL: until it is stopped
+def stop(t):
+    if libc.ptrace(SEIZE, t, None, None) or libc.ptrace(INTERRUPT, t, None, None):
+        sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
+    os.waitpid(t, 0x40000000)  # __WALL: until it is stopped
+stop(tid)
 time.sleep(0.5)
 a = loads()
 time.sleep(2)
 print(loads() - a)
 time.sleep(0.5)
-libc.ptrace(PTRACE_DETACH, tid, None, None)
+libc.ptrace(DETACH, tid, None, None)
 EOF
 	) || { wait $pid; return 1; }
 	wait $pid || return 1
