@@ -36,6 +36,7 @@ static int usage(FILE *f, int code)
 		"  list [--json]           show the processes zswapd serves\n"
 		"  reclaim PID SIZE        evict up to SIZE (K, M, G suffixes) of PID's memory now\n"
 		"  limit PID SIZE|none     keep PID's resident anonymous memory at or under SIZE\n"
+		"  restore PID             bring every evicted page of PID back, lifting its limit\n"
 		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
 		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
 	return code;
@@ -301,6 +302,34 @@ static int cmd_reclaim(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_restore(int argc, char **argv)
+{
+	struct zs_restore req = { 0 };
+	const struct zs_restore_reply *rep;
+	const struct zs_hdr *h;
+	char back[16], res[16];
+
+	if (argc != 2)
+		return usage(stderr, EXIT_USAGE);
+	if (parse_pid(argv[1], &req.pid) < 0) {
+		fprintf(stderr, "zswapctl: '%s' is not a process id\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (ctl_call(ZS_RESTORE, &req, sizeof(req), ZS_RESTORE_REPLY, &h) < 0)
+		return 1;
+	rep = proto_payload(h);
+	size_format(rep->restored_pages * 4096, back, sizeof(back));
+	size_format(rep->resident_bytes, res, sizeof(res));
+	printf("pid %u: %s brought back (%llu pages), resident %s, no limit\n", req.pid, back,
+	       (unsigned long long)rep->restored_pages, res);
+	if (rep->left_pages) {
+		fprintf(stderr, "zswapctl: pid %u: %llu pages could not be brought back\n", req.pid,
+			(unsigned long long)rep->left_pages);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_limit(int argc, char **argv)
 {
 	struct zs_limit req = { 0 };
@@ -400,6 +429,7 @@ int main(int argc, char **argv)
 		{ "list", cmd_list },
 		{ "reclaim", cmd_reclaim },
 		{ "limit", cmd_limit },
+		{ "restore", cmd_restore },
 		{ "run", cmd_run },
 	};
 

@@ -94,6 +94,7 @@ void conn_close(struct conn *c, const char *why)
 	for (struct target *o = c->d->targets; o; o = o->next)
 		if (o->reclaim && o->reclaim->conn == c)
 			o->reclaim->conn = NULL;
+	restore_forget_conn(c->d, c);
 	if (t) {
 		/* The shim's socket is close-on-exec and held only by the process
 		 * (its children reconnect): it closes at exec or exit.  If the mm
@@ -220,6 +221,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	case ZS_LIST:
 	case ZS_RECLAIM:
 	case ZS_LIMIT:
+	case ZS_RESTORE:
 		if (c->kind == CONN_SHIM)
 			return -EBADMSG;
 		c->kind = CONN_CTL;

@@ -180,6 +180,9 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 		return 0;
 	if (c->d->stopping)
 		return proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+	if (t->restore)
+		return proto_send_error(c->w.fd, h->seq, -EBUSY,
+					"a restore of this process is running");
 	r = reclaim_start(t, c, h->seq, req->bytes);
 	if (r == -EBUSY)
 		return proto_send_error(c->w.fd, h->seq, r, "a reclaim of this process is running");
@@ -213,6 +216,24 @@ static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 	return proto_send(c->w.fd, ZS_LIMIT_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
 }
 
+static int ctl_restore(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_restore *req = proto_payload(h);
+	struct target *t;
+	int r;
+
+	if (!ctl_find_target(c, h, req->pid, "restore", &t))
+		return 0;
+	if (c->d->stopping)
+		return proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+	r = restore_start(t, c, h->seq);
+	if (r == -EBUSY)
+		return proto_send_error(c->w.fd, h->seq, r, "a restore of this process is running");
+	if (r < 0)
+		return proto_send_error(c->w.fd, h->seq, r, "cannot start restore");
+	return 0; /* answered by restore_finish() */
+}
+
 int ctl_handle(struct conn *c, const struct zs_hdr *h)
 {
 	switch (h->type) {
@@ -224,6 +245,8 @@ int ctl_handle(struct conn *c, const struct zs_hdr *h)
 		return ctl_reclaim(c, h);
 	case ZS_LIMIT:
 		return ctl_limit(c, h);
+	case ZS_RESTORE:
+		return ctl_restore(c, h);
 	default:
 		return -EBADMSG;
 	}

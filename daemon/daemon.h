@@ -226,6 +226,7 @@ struct target {
 	uint64_t mismoves_seen; /* ZS_STAGING_MISMOVES when the last batch ended */
 	struct batch *batch;
 	struct reclaim *reclaim;
+	struct restore *restore; /* `zswapctl restore` under way (restore.c) */
 	uint64_t scan_cursor; /* the clock hand: next address to consider */
 	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
 	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
@@ -414,6 +415,13 @@ void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot);
 /* In flight for FAULT_THROTTLE_USEC or more: its agent may be stopped. */
 bool evict_batch_stuck(const struct target *t);
 void evict_serve_stuck(struct target *t);
+
+/* restore.c */
+int restore_start(struct target *t, struct conn *c, uint32_t seq);
+void restore_finish(struct target *t, int err);
+void restore_forget_conn(struct daemon *d, struct conn *c);
+bool restore_active(const struct daemon *d);
+void restore_continue(struct daemon *d);
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);

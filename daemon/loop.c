@@ -122,7 +122,7 @@ int loop_run(struct daemon *d)
 	int n;
 
 	for (;;) {
-		timeout = reclaim_picking(d) || evict_committing(d) ? 0
+		timeout = reclaim_picking(d) || evict_committing(d) || restore_active(d) ? 0
 			  : fault_retry_pending(d)			? LOOP_RETRY_USEC
 			  : fault_throttled_pending(d)			? FAULT_THROTTLE_USEC / 10
 			  : loop_any_limit(d)				? LOOP_LIMIT_MS * 1000
@@ -144,6 +144,7 @@ int loop_run(struct daemon *d)
 		fault_release_throttled(d);
 		evict_commit_all(d);
 		reclaim_continue(d);
+		restore_continue(d);
 		wb_run(d);
 		loop_compact(d);
 		target_reap(d);

@@ -172,6 +172,16 @@ static int proto_check_limit(const unsigned char *p, uint32_t len)
 	return l.pid > 0 ? 0 : -EBADMSG;
 }
 
+static int proto_check_restore(const unsigned char *p, uint32_t len)
+{
+	struct zs_restore r;
+
+	if (len != sizeof(r))
+		return -EBADMSG;
+	memcpy(&r, p, sizeof(r));
+	return r.pid > 0 ? 0 : -EBADMSG;
+}
+
 /*
  * An array of len / size records, each with a char field at name_off of
  * name_len bytes that must hold a NUL.
@@ -223,6 +233,10 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 		return proto_check_limit(p, len);
 	case ZS_LIMIT_REPLY:
 		return proto_check_size(len, sizeof(struct zs_limit_reply));
+	case ZS_RESTORE:
+		return proto_check_restore(p, len);
+	case ZS_RESTORE_REPLY:
+		return proto_check_size(len, sizeof(struct zs_restore_reply));
 	case ZS_STATS_REPLY:
 		return proto_check_records(p, len, sizeof(struct zs_stat),
 					   offsetof(struct zs_stat, name), ZS_STAT_NAME);

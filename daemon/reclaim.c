@@ -93,6 +93,8 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 {
 	struct reclaim *rc = t->reclaim;
 
+	if (t->restore)
+		return -EBUSY; /* its pages are coming back: none goes out meanwhile */
 	/* An operator's request takes over the daemon's own (limit, idle). */
 	if (rc && rc->internal && c) {
 		memset(rc, 0, sizeof(*rc));

@@ -405,6 +405,7 @@ void target_kill(struct target *t, const char *why)
 			 idx_count(t->idx));
 	if (t->reclaim)
 		reclaim_cancel(t, -ESRCH);
+	restore_finish(t, -ESRCH);
 }
 
 static void target_drop_entry(void *val, void *arg)

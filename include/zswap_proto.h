@@ -55,6 +55,8 @@
  *   ZS_LIST    -> ZS_LIST_REPLY   {struct zs_target_info[]}
  *   ZS_RECLAIM {pid, bytes} -> ZS_RECLAIM_REPLY {struct zs_reclaim_reply}
  *   ZS_LIMIT {pid, bytes; 0 = none} -> ZS_LIMIT_REPLY {struct zs_limit_reply}
+ *   ZS_RESTORE {pid} -> ZS_RESTORE_REPLY {struct zs_restore_reply}, once every
+ *             evicted page of pid is back (its limit lifted first)
  *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
  */
 #ifndef ZSWAP_PROTO_H
@@ -85,11 +87,13 @@ enum zs_type {
 	ZS_LIST = 33,
 	ZS_RECLAIM = 34,
 	ZS_LIMIT = 35,
+	ZS_RESTORE = 36,
 	/* daemon -> zswapctl */
 	ZS_STATS_REPLY = 48,
 	ZS_LIST_REPLY = 49,
 	ZS_RECLAIM_REPLY = 50,
 	ZS_LIMIT_REPLY = 51,
+	ZS_RESTORE_REPLY = 52,
 	ZS_ERROR = 63,
 };
 
@@ -252,6 +256,17 @@ struct zs_limit {
 struct zs_limit_reply {
 	uint64_t limit_bytes;	 /* now in force, 0 = none */
 	uint64_t resident_bytes; /* RssAnon when the request arrived */
+};
+
+struct zs_restore {
+	uint32_t pid;
+	uint32_t pad;
+};
+
+struct zs_restore_reply {
+	uint64_t restored_pages; /* faulted back while the restore ran */
+	uint64_t left_pages;	 /* still evicted (could not be put back) */
+	uint64_t resident_bytes; /* RssAnon at the end */
 };
 
 #define ZS_STAT_NAME 40

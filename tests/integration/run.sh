@@ -809,6 +809,46 @@ t_writeback() {
 	start_daemon
 }
 
+# restore_one_process MIB OUT: a memtest that evicts MIB MiB of itself, a
+# 16M limit, then `zswapctl restore`: every page back, no limit, the
+# process then verifies every byte.
+restore_one_process() {
+	local pid out
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal "$1" >"$2" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$2" && break; sleep 0.05; done
+	"$CTL" limit "$pid" 16M >/dev/null
+	out=$("$CTL" restore "$pid") || { kill -USR1 $pid; wait $pid; return 1; }
+	echo "result: restore: $out"
+	"$CTL" list --json | python3 -c "
+import json, sys
+t = next(t for t in json.load(sys.stdin) if t['pid'] == $pid)
+assert t['evicted_pages'] == 0 and t['limit_bytes'] == 0, t
+assert t['resident_pages'] * 4096 >= $1 * 1024 * 1024, t"
+	# Served still: it can be evicted again.
+	"$CTL" reclaim "$pid" 8M | grep -q "evicted"
+	kill -USR1 $pid
+	wait $pid
+}
+
+t_restore() {
+	# swapoff for one process: from the pool, then from a swap file (most
+	# pages on disk); and what it refuses.
+	restore_one_process 64 "$TMP/restore_pool.txt"
+	restart_with "max_pool_bytes = 4M" "swap_file = $TMP/swap" "swap_file_size = 256M"
+	local wb=$(stat_of written_back_pages) reads=$(stat_of swap_reads)
+	restore_one_process 32 "$TMP/restore_disk.txt"
+	echo "result: restore with a swap file: $(($(stat_of written_back_pages) - wb)) pages written back, $(($(stat_of swap_reads) - reads)) reads"
+	[ "$(stat_of written_back_pages)" -gt "$wb" ]
+	[ "$(stat_of swap_reads)" -gt "$reads" ]
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+	[ "$(rc "$CTL" restore 1 2>"$TMP/e")" = 1 ]; grep -q "not served" "$TMP/e"
+	[ "$(rc "$CTL" restore abc 2>"$TMP/e")" = 2 ]; grep -q "not a process id" "$TMP/e"
+	[ "$(rc "$CTL" restore 2>/dev/null)" = 2 ]
+}
+
 t_writeback_enospc() {
 	grep -q tmpfs /proc/filesystems || skip "no tmpfs"
 	# The swap file's disk is full: writes fail with ENOSPC, are counted and
@@ -989,6 +1029,7 @@ run idle_evict t_idle_evict
 run pool_honest t_pool_honest
 run writeback t_writeback
 run writeback_enospc t_writeback_enospc
+run restore t_restore
 run cli_errors t_cli_errors
 run config_errors t_config_errors
 run bad_clients t_bad_clients

@@ -97,6 +97,9 @@ static const struct msg_case valid[] = {
 	{ "limit none", ZS_LIMIT, &(const struct zs_limit){ 4321, 0, 0 }, sizeof(struct zs_limit) },
 	{ "limit reply", ZS_LIMIT_REPLY, &(const struct zs_limit_reply){ 1 << 20, 5 << 20 },
 	  sizeof(struct zs_limit_reply) },
+	{ "restore", ZS_RESTORE, &(const struct zs_restore){ 4321, 0 }, sizeof(struct zs_restore) },
+	{ "restore reply", ZS_RESTORE_REPLY, &(const struct zs_restore_reply){ 256, 0, 5 << 20 },
+	  sizeof(struct zs_restore_reply) },
 	{ "stats reply empty", ZS_STATS_REPLY, NULL, 0 },
 	{ "stats reply", ZS_STATS_REPLY,
 	  (const struct zs_stat[]){ { "stored_pages", 42 },
@@ -116,7 +119,7 @@ static const uint16_t all_types[] = {
 	ZS_HELLO,	ZS_UFFD,	ZS_AGENT,	  ZS_EVICT_DONE,    ZS_DEVFD,
 	ZS_READY,	ZS_EVICT,	ZS_BYE,		  ZS_STATS,	    ZS_LIST,
 	ZS_RECLAIM,	ZS_STATS_REPLY, ZS_LIST_REPLY, ZS_RECLAIM_REPLY, ZS_ERROR,
-	ZS_LIMIT,	ZS_LIMIT_REPLY,
+	ZS_LIMIT,	ZS_LIMIT_REPLY, ZS_RESTORE,	  ZS_RESTORE_REPLY,
 };
 
 /* Writes header and payload into buf; returns the datagram length. */
@@ -717,6 +720,11 @@ static const struct bad_case bad[] = {
 	{ "limit pid 0", ZS_LIMIT, &(const struct zs_limit){ 0, 0, 4096 }, 16, .want = -EBADMSG },
 	{ "limit short", ZS_LIMIT, &(const struct zs_limit){ 1, 0, 4096 }, 8, .want = -EBADMSG },
 	{ "limit reply short", ZS_LIMIT_REPLY, &(const struct zs_limit_reply){ 1, 2 }, 8,
+	  .want = -EBADMSG },
+	/* RESTORE */
+	{ "restore pid 0", ZS_RESTORE, &(const struct zs_restore){ 0, 0 }, 8, .want = -EBADMSG },
+	{ "restore short", ZS_RESTORE, &(const struct zs_restore){ 1, 0 }, 4, .want = -EBADMSG },
+	{ "restore reply short", ZS_RESTORE_REPLY, &(const struct zs_restore_reply){ 1, 2, 3 }, 16,
 	  .want = -EBADMSG },
 	/* RECLAIM_REPLY */
 	{ "reclaim reply short", ZS_RECLAIM_REPLY, &(const struct zs_reclaim_reply){ 1, 2, 3, 4 },

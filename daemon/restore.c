@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * restore.c - swapoff for one process (`zswapctl restore PID`).
+ *
+ * Every evicted page of the process goes back into it, as a fault would
+ * bring it (fault_serve: decompress and UFFDIO_COPY, or an asynchronous
+ * read from the swap file), a slice of pages per loop turn so that the
+ * faults of others are served in between.  Its limit is lifted first, or
+ * the limit would take the pages out again as they come in.  The process
+ * stays served: a later `limit` or `reclaim` evicts it again.  Operators
+ * want this before a latency-critical phase, or before attaching a
+ * debugger, whose reads of evicted memory the kernel refuses (EIO).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "daemon.h"
+#include "idx.h"
+#include "log.h"
+
+#define RESTORE_SLICE 64 /* pages per loop turn: a few hundred us */
+
+struct restore {
+	struct conn *conn; /* NULL once the requester went away */
+	uint32_t seq;
+	uint64_t loads_before; /* the target's loads when the restore began */
+	uint64_t cursor;       /* the next page number to look at */
+	uint32_t budget;       /* pages this turn may still bring back */
+	size_t left_at_pass;   /* evicted pages when this pass over the index began */
+};
+
+int restore_start(struct target *t, struct conn *c, uint32_t seq)
+{
+	struct restore *rs;
+
+	if (t->restore)
+		return -EBUSY;
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	rs->conn = c;
+	rs->seq = seq;
+	rs->loads_before = t->loads;
+	rs->left_at_pass = idx_count(t->idx);
+	t->limit_bytes = 0;
+	t->limit_set = true;
+	reclaim_cancel(t, -ECANCELED);
+	t->restore = rs;
+	log_info("pid %d: restoring %zu evicted pages (limit lifted)", (int)t->pid,
+		 idx_count(t->idx));
+	return 0;
+}
+
+/* Answers the requester, if still there, and ends the restore; err < 0: failed. */
+void restore_finish(struct target *t, int err)
+{
+	struct restore *rs = t->restore;
+	struct zs_restore_reply rep = { 0 };
+	uint64_t kb = 0;
+
+	if (!rs)
+		return;
+	t->restore = NULL;
+	rep.restored_pages = t->loads - rs->loads_before;
+	rep.left_pages = t->dead ? 0 : idx_count(t->idx);
+	if (!t->dead)
+		proc_status_kb(t->pid, "RssAnon", &kb);
+	rep.resident_bytes = kb * 1024;
+	log_info("pid %d: restore done: %llu pages back, %llu left (%s)", (int)t->pid,
+		 (unsigned long long)rep.restored_pages, (unsigned long long)rep.left_pages,
+		 err < 0 ? "failed" : "ok");
+	if (rs->conn && !rs->conn->dead) {
+		if (err < 0)
+			proto_send_error(rs->conn->w.fd, rs->seq, err,
+					 err == -ESRCH ? "the process exited" : "restore stopped");
+		else
+			proto_send(rs->conn->w.fd, ZS_RESTORE_REPLY, rs->seq, &rep, sizeof(rep),
+				   NULL, 0);
+	}
+	free(rs);
+}
+
+void restore_forget_conn(struct daemon *d, struct conn *c)
+{
+	for (struct target *t = d->targets; t; t = t->next)
+		if (t->restore && t->restore->conn == c)
+			t->restore->conn = NULL;
+}
+
+/* A restore has pages to bring back now (not waiting on a batch or a read). */
+bool restore_active(const struct daemon *d)
+{
+	for (const struct target *t = d->targets; t; t = t->next)
+		if (t->restore && !t->batch && !t->reads)
+			return true;
+	return false;
+}
+
+static int restore_one(uint64_t pgno, void *val, void *arg)
+{
+	struct target *t = arg;
+	struct restore *rs = t->restore;
+	struct entry *e = val;
+	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
+	int r;
+
+	if (rs->budget == 0)
+		return -EAGAIN;
+	rs->cursor = pgno + 1;
+	if (e->where == ENTRY_ON_DISK && e->reads)
+		return 0; /* on its way in */
+	rs->budget--;
+	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
+	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
+	r = fault_serve(t, &msg);
+	if (r == -EAGAIN) {
+		rs->cursor = pgno; /* an event is pending: read it first, then again */
+		return -EAGAIN;
+	}
+	if (e->where != ENTRY_ON_DISK && idx_lookup(t->idx, pgno) == e) {
+		/* Still here: the address is not mapped any more (ENOENT), as at
+		 * a stop (drain.c): nothing to put back. */
+		idx_erase(t->idx, pgno);
+		t->compressed_bytes -= e->len;
+		entry_put(t->d, e);
+	}
+	return 0;
+}
+
+/* Once per loop turn: the next slice of each restore. */
+void restore_continue(struct daemon *d)
+{
+	for (struct target *t = d->targets; t; t = t->next) {
+		struct restore *rs = t->restore;
+
+		if (!rs)
+			continue;
+		if (t->dead) {
+			restore_finish(t, -ESRCH);
+			continue;
+		}
+		if (t->batch)
+			continue; /* its pages are in the index once it commits */
+		rs->budget = RESTORE_SLICE;
+		if (idx_walk(t->idx, rs->cursor, IDX_PGNO_MAX, restore_one, t) < 0)
+			continue;
+		/* A whole pass done.  Reads of the swap file may still be under
+		 * way, and a page that could not come back (an event pending)
+		 * needs another: until one brings back nothing. */
+		rs->cursor = 0;
+		if (!t->reads && (!idx_count(t->idx) || idx_count(t->idx) >= rs->left_at_pass))
+			restore_finish(t, 0);
+		else
+			rs->left_at_pass = idx_count(t->idx);
+	}
+}
