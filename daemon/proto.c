@@ -162,25 +162,19 @@ static int proto_check_reclaim(const unsigned char *p, uint32_t len)
 	return rc.pid > 0 && rc.bytes > 0 ? 0 : -EBADMSG;
 }
 
-static int proto_check_limit(const unsigned char *p, uint32_t len)
+/* A request of size bytes that names a process first: ZS_LIMIT, ZS_RESTORE. */
+static int proto_check_pid_request(const unsigned char *p, uint32_t len, size_t size)
 {
-	struct zs_limit l;
+	uint32_t pid;
 
-	if (len != sizeof(l))
+	if (len != size)
 		return -EBADMSG;
-	memcpy(&l, p, sizeof(l));
-	return l.pid > 0 ? 0 : -EBADMSG;
+	memcpy(&pid, p, sizeof(pid));
+	return pid > 0 ? 0 : -EBADMSG;
 }
 
-static int proto_check_restore(const unsigned char *p, uint32_t len)
-{
-	struct zs_restore r;
-
-	if (len != sizeof(r))
-		return -EBADMSG;
-	memcpy(&r, p, sizeof(r));
-	return r.pid > 0 ? 0 : -EBADMSG;
-}
+_Static_assert(offsetof(struct zs_limit, pid) == 0 && offsetof(struct zs_restore, pid) == 0,
+	       "requests that name a process name it first");
 
 /*
  * An array of len / size records, each with a char field at name_off of
@@ -230,11 +224,11 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 	case ZS_RECLAIM:
 		return proto_check_reclaim(p, len);
 	case ZS_LIMIT:
-		return proto_check_limit(p, len);
+		return proto_check_pid_request(p, len, sizeof(struct zs_limit));
 	case ZS_LIMIT_REPLY:
 		return proto_check_size(len, sizeof(struct zs_limit_reply));
 	case ZS_RESTORE:
-		return proto_check_restore(p, len);
+		return proto_check_pid_request(p, len, sizeof(struct zs_restore));
 	case ZS_RESTORE_REPLY:
 		return proto_check_size(len, sizeof(struct zs_restore_reply));
 	case ZS_STATS_REPLY:
