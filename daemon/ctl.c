@@ -205,6 +205,9 @@ static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 		return 0;
 	if (req->bytes && req->bytes < 1024 * 1024)
 		return proto_send_error(c->w.fd, h->seq, -EINVAL, "a limit below 1M makes no sense");
+	if (t->restore)
+		return proto_send_error(c->w.fd, h->seq, -EBUSY,
+					"a restore of this process is running (it lifts the limit)");
 	t->limit_bytes = req->bytes;
 	t->limit_set = true;
 	proc_status_kb(t->pid, "RssAnon", &kb);

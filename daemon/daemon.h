@@ -311,8 +311,8 @@ int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
 int proc_page_present(pid_t pid, uint64_t addr);
-/* The end of pid's mapping (VMA) that holds addr, from /proc/PID/maps; -ENOENT if none. */
-int proc_vma_end(pid_t pid, uint64_t addr, uint64_t *ret_end);
+/* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
+int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);
 
 /* loop.c */
 int loop_add(struct daemon *d, struct watch *w, uint32_t events);
@@ -367,6 +367,8 @@ void wb_close(struct daemon *d);
 void wb_run(struct daemon *d);
 int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e);
 void wb_readahead(struct target *t, uint64_t addr);
+/* Room in the queue for a read beside the writes the writeback keeps going. */
+bool wb_read_room(const struct daemon *d);
 int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
 void wb_forget_target(struct target *t);
 void wb_entry_freed(struct daemon *d, struct entry *e);

@@ -149,9 +149,10 @@ bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
  * pages of a range, before the agent's drop there, ends elsewhere: it is
  * the app's, and the agent's event still matches.  If it ends at the end of
  * a mapping too, the two events are the same range, and which is taken for
- * which is the same.  (Where the mapping ends is read from maps after the
- * event: an app that split a chunk's mapping mid-batch and moves that end
- * again before we read it can still fool this.)
+ * which is the same.  An event may also begin past the announced start
+ * where the app unmapped the pages between meanwhile.  (Where mappings are
+ * is read from maps after the event: an app that changes them there again
+ * before we read it can still fool this.)
  */
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
@@ -174,24 +175,35 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 		const struct batch_run *run = &b->runs[i];
 		uint64_t run_end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
 		volatile uint16_t *drops = ZS_STAGING_DROPS(t->staging, t->staging_pages);
-		uint32_t slot, pages, got;
-		uint64_t vma_end;
+		uint32_t slot, from, left, got;
+		uint64_t vma_start, vma_end;
 
 		if (start < run->addr || end > run_end)
 			continue;
 		slot = run->slot + (uint32_t)((start - run->addr) >> ZS_PAGE_SHIFT);
-		pages = drops[slot];
 		got = (uint32_t)((end - start) >> ZS_PAGE_SHIFT);
-		if (got > pages)
+		/* The announcement this event goes on: at its start, or before
+		 * it across pages the app unmapped meanwhile, which the kernel's
+		 * walk skips without an event. */
+		for (from = slot; from > run->slot && !drops[from]; from--)
+			;
+		if (!drops[from] || from + drops[from] < slot + got)
 			return false;
-		if (got < pages) {
-			if (proc_vma_end(t->pid, end - 1, &vma_end) < 0 || vma_end != end)
+		if (from < slot &&
+		    proc_vma_next(t->pid, run->addr + ((uint64_t)(from - run->slot) << ZS_PAGE_SHIFT),
+				  &vma_start, &vma_end) == 0 &&
+		    vma_start < start)
+			return false; /* mapped in between: the agent's event starts there */
+		left = drops[from] - (slot - from);
+		if (got < left) {
+			if (proc_vma_next(t->pid, end - 1, &vma_start, &vma_end) < 0 ||
+			    vma_start > end - 1 || vma_end != end)
 				return false;
 			log_debug("pid %d: agent's drop at %#llx split at a mapping's end %#llx",
 				  (int)t->pid, (unsigned long long)start, (unsigned long long)end);
-			drops[slot + got] = (uint16_t)(pages - got); /* the rest, next */
+			drops[slot + got] = (uint16_t)(left - got); /* the rest, next */
 		}
-		drops[slot] = 0;
+		drops[from] = 0;
 		return true;
 	}
 	return false;

@@ -27,6 +27,7 @@ struct restore {
 	uint64_t cursor;       /* the next page number to look at */
 	uint32_t budget;       /* pages this turn may still bring back */
 	size_t left_at_pass;   /* evicted pages when this pass over the index began */
+	bool skipped;	       /* this pass passed over pages being read in */
 };
 
 int restore_start(struct target *t, struct conn *c, uint32_t seq)
@@ -87,11 +88,19 @@ void restore_forget_conn(struct daemon *d, struct conn *c)
 			t->restore->conn = NULL;
 }
 
-/* A restore has pages to bring back now (not waiting on a batch or a read). */
+/* Whether the restore waits on something: a batch of its own or its parent's
+ * (pages that will be in the index once it commits), or reads under way. */
+static bool restore_waits(const struct target *t)
+{
+	return t->batch || (t->batch_parent && t->batch_parent->batch) || t->reads;
+}
+
+/* A restore has pages to bring back now: not only waiting on reads, or on
+ * a batch whose agent may be stopped (the loop would spin on it). */
 bool restore_active(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (t->restore && !t->batch && !t->reads)
+		if (t->restore && idx_count(t->idx) && !t->reads && !evict_batch_stuck(t))
 			return true;
 	return false;
 }
@@ -102,29 +111,33 @@ static int restore_one(uint64_t pgno, void *val, void *arg)
 	struct restore *rs = t->restore;
 	struct entry *e = val;
 	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
-	int r;
 
 	if (rs->budget == 0)
 		return -EAGAIN;
 	rs->cursor = pgno + 1;
-	if (e->where == ENTRY_ON_DISK && e->reads)
-		return 0; /* on its way in */
+	if (e->where == ENTRY_ON_DISK) {
+		if (e->reads) {
+			rs->skipped = true; /* on its way in, maybe for a fork child */
+			return 0;
+		}
+		if (!wb_read_room(t->d)) {
+			rs->cursor = pgno; /* the faults' reads first */
+			return -EAGAIN;
+		}
+	}
 	rs->budget--;
 	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
 	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
-	r = fault_serve(t, &msg);
-	if (r == -EAGAIN) {
+	/* Not dropped if it stays: a copy refused for now (ENOMEM, a page that
+	 * would not decompress) keeps its data, counted as left at the end;
+	 * where the app unmapped, its event drops the entry. */
+	if (fault_serve(t, &msg) == -EAGAIN) {
 		rs->cursor = pgno; /* an event is pending: read it first, then again */
 		return -EAGAIN;
 	}
-	if (e->where != ENTRY_ON_DISK && idx_lookup(t->idx, pgno) == e) {
-		/* Still here: the address is not mapped any more (ENOENT), as at
-		 * a stop (drain.c): nothing to put back. */
-		idx_erase(t->idx, pgno);
-		t->compressed_bytes -= e->len;
-		entry_put(t->d, e);
-	}
-	return 0;
+	/* fault_serve() may have found the mm gone: the target is dead, and
+	 * the restore over (target_kill). */
+	return t->dead || !t->restore ? -ESRCH : 0;
 }
 
 /* Once per loop turn: the next slice of each restore. */
@@ -139,18 +152,19 @@ void restore_continue(struct daemon *d)
 			restore_finish(t, -ESRCH);
 			continue;
 		}
-		if (t->batch)
-			continue; /* its pages are in the index once it commits */
 		rs->budget = RESTORE_SLICE;
-		if (idx_walk(t->idx, rs->cursor, IDX_PGNO_MAX, restore_one, t) < 0)
+		if (idx_walk(t->idx, rs->cursor, IDX_PGNO_MAX, restore_one, t) < 0 || !t->restore)
 			continue;
-		/* A whole pass done.  Reads of the swap file may still be under
-		 * way, and a page that could not come back (an event pending)
-		 * needs another: until one brings back nothing. */
+		/* A whole pass done.  Pages may still be on their way (reads,
+		 * a batch), and one that could not come back (an event
+		 * pending) needs another pass: until one brings back nothing. */
 		rs->cursor = 0;
-		if (!t->reads && (!idx_count(t->idx) || idx_count(t->idx) >= rs->left_at_pass))
+		if (!restore_waits(t) && !rs->skipped &&
+		    (!idx_count(t->idx) || idx_count(t->idx) >= rs->left_at_pass))
 			restore_finish(t, 0);
 		else
 			rs->left_at_pass = idx_count(t->idx);
+		if (t->restore)
+			rs->skipped = false;
 	}
 }

@@ -147,7 +147,7 @@ int proc_page_present(pid_t pid, uint64_t addr)
 	return (pm >> 63) & 1; /* bit 63: present */
 }
 
-int proc_vma_end(pid_t pid, uint64_t addr, uint64_t *ret_end)
+int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
@@ -161,7 +161,8 @@ int proc_vma_end(pid_t pid, uint64_t addr, uint64_t *ret_end)
 	while (getline(&line, &cap, f) > 0) {
 		unsigned long long start, end;
 
-		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && addr >= start && addr < end) {
+		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && end > addr) {
+			*ret_start = start;
 			*ret_end = end;
 			r = 0;
 			break;

@@ -443,8 +443,15 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		log_error_errno(res < 0 ? res : r,
 				"pid %d: cannot read back page %#llx from the swap file: %m",
 				(int)t->pid, (unsigned long long)addr);
-		if (wb_poison(t, addr) < 0)
+		if (wb_poison(t, addr) < 0) {
 			target_kill(t, "swap read failed");
+		} else {
+			/* The access now gets SIGBUS, and no fault: the entry is
+			 * of no use, and read again it would poison twice
+			 * (EEXIST), which kills the target. */
+			idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
+			entry_put(d, e);
+		}
 		goto out;
 	}
 	d->st.swap_reads++;
@@ -488,6 +495,11 @@ static void wb_readahead_one(struct daemon *d, struct entry *e)
 	}
 }
 
+bool wb_read_room(const struct daemon *d)
+{
+	return d->wb && d->wb->inflight < WB_QUEUE_DEPTH - WB_WRITE_BLOCKS;
+}
+
 void wb_readahead(struct target *t, uint64_t addr)
 {
 	struct daemon *d = t->d;
@@ -499,7 +511,7 @@ void wb_readahead(struct target *t, uint64_t addr)
 	for (unsigned i = 1; i <= d->cfg.readahead_pages; i++) {
 		struct entry *e = idx_lookup(t->idx, (addr >> ZS_PAGE_SHIFT) + i);
 
-		if (d->wb->inflight >= WB_QUEUE_DEPTH - WB_WRITE_BLOCKS)
+		if (!wb_read_room(d))
 			break;
 		if (e && e->where == ENTRY_ON_DISK && !e->ra_pending && !e->reads)
 			wb_readahead_one(d, e);

@@ -13,12 +13,16 @@
  *   memtest threads                              writers vs reclaim loop
  *   memtest fork                                 parent/child share, then diverge
  *   memtest discard                              DONTNEED, FREE, munmap, mremap
- *   memtest discard_agent                        with agentdiscard.so: a discard of the
- *                                                app's right before the agent's drop there
+ *   memtest discard_agent                        with agentdiscard.so: a discard or an
+ *                                                unmap of the app's right before the
+ *                                                agent's drop there
  *   memtest exec                                 exec of a shimmed image
  *   memtest kernel                               kernel reads/writes of evicted pages
  *   memtest wait-signal MIB                      evict, print "evicted", wait for SIGUSR1, verify
  *   memtest plain MIB                            fill and verify, no zswapd needed
+ *   memtest sigbus MIB                           evict, print "evicted", wait for SIGUSR1,
+ *                                                then read every page: each is its data or
+ *                                                a SIGBUS (poisoned), never anything else
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
  *   memtest churn                                reclaim and verify while another thread
  *                                                keeps the mm changing (madvise): refused
@@ -39,6 +43,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -555,19 +560,21 @@ static int t_discard(int argc, char **argv)
 }
 
 /*
- * Under agentdiscard.so (agent_move = no): each drop of the agent in the
- * area begins with a discard of its first page by "the app".  Those pages
- * read zeros; every other page keeps its data.
+ * Under agentdiscard.so (agent_move = no): drops of the agent in the area
+ * begin, by turns, with a discard of their first page or an unmap of their
+ * middle page by "the app".  Discarded pages read zeros, unmapped ones are
+ * left alone, every other page keeps its data.
  */
 static int t_discard_agent(int argc, char **argv)
 {
 	void (*set_area)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT,
 									   "agentdiscard_area");
-	size_t (*taken)(const uint64_t **) =
-		(size_t(*)(const uint64_t **))dlsym(RTLD_DEFAULT, "agentdiscard_pages");
-	size_t npages = 16 * MIB / PAGE, n, bad = 0;
+	size_t (*taken)(const uint64_t **, const uint64_t **, size_t *) =
+		(size_t(*)(const uint64_t **, const uint64_t **, size_t *))dlsym(
+			RTLD_DEFAULT, "agentdiscard_pages");
+	size_t npages = 16 * MIB / PAGE, n, nholes, bad = 0;
 	uint8_t *m = map_anon(npages * PAGE);
-	const uint64_t *dropped;
+	const uint64_t *dropped, *holes;
 	static uint8_t want[PAGE];
 	long pages;
 
@@ -581,12 +588,17 @@ static int t_discard_agent(int argc, char **argv)
 	set_area(m, npages * PAGE);
 	pages = reclaim_self(16 * MIB);
 	set_area(NULL, 0);
-	n = taken(&dropped);
+	n = taken(&dropped, &holes, &nholes);
 	for (size_t i = 0; i < npages; i++) {
-		bool discarded = false;
+		uint64_t at = (uint64_t)(uintptr_t)(m + i * PAGE);
+		bool discarded = false, unmapped = false;
 
 		for (size_t k = 0; k < n; k++)
-			discarded |= dropped[k] == (uint64_t)(uintptr_t)(m + i * PAGE);
+			discarded |= dropped[k] == at;
+		for (size_t k = 0; k < nholes; k++)
+			unmapped |= holes[k] == at;
+		if (unmapped)
+			continue;
 		fill_page(want, 23, i);
 		if (discarded ? !is_zero(m + i * PAGE, PAGE) : memcmp(m + i * PAGE, want, PAGE) != 0) {
 			if (bad++ < 5)
@@ -594,10 +606,11 @@ static int t_discard_agent(int argc, char **argv)
 					discarded ? "was discarded but is not zero" : "differs");
 		}
 	}
-	printf("discard_agent: %ld pages evicted, %zu discarded right before the agent's drop\n",
-	       pages, n);
+	printf("discard_agent: %ld pages evicted, %zu discarded and %zu unmapped right before "
+	       "the agent's drop\n",
+	       pages, n, nholes);
 	CHECK(pages > 0, "nothing evicted");
-	CHECK(n > 0, "no drop of the agent's was preceded by a discard");
+	CHECK(n > 0 && nholes > 0, "no drop of the agent's was preceded by a discard and a hole");
 	CHECK(bad == 0, "%zu of %zu pages wrong", bad, npages);
 	return failures ? 1 : 0;
 }
@@ -801,6 +814,49 @@ static int t_wait_signal(int argc, char **argv)
 	fill_page(m, 14, 0);
 	verify(m, npages, 14, strcmp(argv[1], "wait-signal") ? "touch" : "after zswapd stopped");
 	memset(map_anon(4 * MIB), 1, 4 * MIB); /* fresh memory still works */
+	return failures ? 1 : 0;
+}
+
+static sigjmp_buf bus_jmp;
+
+static void on_bus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+static int t_sigbus(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
+	size_t npages = mib * MIB / PAGE;
+	volatile size_t poisoned = 0, bad = 0;
+	uint8_t *m = map_anon(npages * PAGE);
+	static uint8_t want[PAGE];
+	struct sigaction sa = { .sa_handler = on_bus };
+	sigset_t usr1;
+
+	signal(SIGUSR1, on_usr1);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	fill(m, npages, 29);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	printf("evicted %ld kB resident\n", rss_anon_kb());
+	fflush(stdout);
+	wait_usr1();
+	sigaction(SIGBUS, &sa, NULL);
+	for (size_t i = 0; i < npages; i++) {
+		fill_page(want, 29, i);
+		if (sigsetjmp(bus_jmp, 1)) {
+			poisoned++;
+			continue;
+		}
+		if (memcmp(m + i * PAGE, want, PAGE))
+			bad++;
+	}
+	printf("sigbus: %zu pages poisoned (SIGBUS), %zu verified, %zu wrong\n", (size_t)poisoned,
+	       npages - poisoned - bad, (size_t)bad);
+	CHECK(bad == 0, "%zu pages neither their data nor SIGBUS", (size_t)bad);
 	return failures ? 1 : 0;
 }
 
@@ -1020,7 +1076,7 @@ int main(int argc, char **argv)
 	} tests[] = {
 		{ "basic", t_basic },	  { "threads", t_threads },
 		{ "fork", t_fork },	  { "discard", t_discard },
-		{ "discard_agent", t_discard_agent },
+		{ "discard_agent", t_discard_agent }, { "sigbus", t_sigbus },
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },

@@ -809,6 +809,37 @@ t_writeback() {
 	start_daemon
 }
 
+t_swap_read_error() {
+	# The swap file loses its data under the daemon (truncated: every read
+	# comes back short, as from a failing disk): a page that cannot be read
+	# back is poisoned, so its access is a SIGBUS, never zeros or garbage,
+	# and the process stays served.  Once through a restore, which must not
+	# read a poisoned page twice (that killed the target), then through the
+	# app's own faults.
+	local pid out kind
+	for kind in restore faults; do
+		restart_with "max_pool_bytes = 4M" "swap_file = $TMP/swap" "swap_file_size = 256M"
+		LD_PRELOAD=$SHIM "$MEMTEST" sigbus 32 >"$TMP/sigbus_$kind.txt" &
+		pid=$!
+		for _ in $(seq 200); do grep -q evicted "$TMP/sigbus_$kind.txt" && break; sleep 0.05; done
+		for _ in $(seq 100); do [ "$(stat_of written_back_pages)" -gt 2000 ] && break; sleep 0.05; done
+		truncate -s 0 "$TMP/swap"
+		if [ "$kind" = restore ]; then
+			out=$("$CTL" restore "$pid") || { kill -USR1 "$pid"; wait "$pid"; return 1; }
+			echo "result: swap read error, restore: $out"
+			"$CTL" list | grep -qw "$pid"
+		fi
+		kill -USR1 "$pid"
+		wait "$pid"
+		echo "result: swap read error, $kind: $(grep sigbus: "$TMP/sigbus_$kind.txt"), swap_read_errors $(stat_of swap_read_errors)"
+		grep -q "sigbus: [1-9][0-9]* pages poisoned" "$TMP/sigbus_$kind.txt"
+		[ "$(stat_of swap_read_errors)" -gt 0 ]
+	done
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
 # restore_one_process MIB OUT: a memtest that evicts MIB MiB of itself, a
 # 16M limit, then `zswapctl restore`: every page back, no limit, the
 # process then verifies every byte.
@@ -847,6 +878,22 @@ t_restore() {
 	[ "$(rc "$CTL" restore 1 2>"$TMP/e")" = 1 ]; grep -q "not served" "$TMP/e"
 	[ "$(rc "$CTL" restore abc 2>"$TMP/e")" = 2 ]; grep -q "not a process id" "$TMP/e"
 	[ "$(rc "$CTL" restore 2>/dev/null)" = 2 ]
+	# The process dies mid-restore: the daemon lives on (a first version
+	# freed the restore under its own walk of the index).
+	local pid rpid delay
+	for delay in 0.01 0.03 0.1; do
+		LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 128 >"$TMP/restore_kill.txt" &
+		pid=$!
+		for _ in $(seq 200); do grep -q evicted "$TMP/restore_kill.txt" && break; sleep 0.05; done
+		"$CTL" restore "$pid" >/dev/null 2>&1 &
+		rpid=$!
+		sleep "$delay"
+		kill -KILL "$pid"
+		wait "$pid" || true
+		wait "$rpid" || true
+		"$CTL" stats >/dev/null
+	done
+	[ -n "$(stat_of loads)" ]
 }
 
 t_writeback_enospc() {
@@ -1030,6 +1077,7 @@ run pool_honest t_pool_honest
 run writeback t_writeback
 run writeback_enospc t_writeback_enospc
 run restore t_restore
+run swap_read_error t_swap_read_error
 run cli_errors t_cli_errors
 run config_errors t_config_errors
 run bad_clients t_bad_clients
