@@ -1303,6 +1303,14 @@ void evict_abort(struct target *t)
 
 	if (!b)
 		return;
+	/* An agent only stopped (a debugger; the drain gives up on it after
+	 * DRAIN_BATCH_TIMEOUT_USEC) would go on with the batch once resumed
+	 * and take out the pages put back here, with whatever the app wrote
+	 * to them since: every page vetoed, it leaves them, or moves them
+	 * back (agent.c).  A MADV_DONTNEED agent checks only before a drop. */
+	for (uint32_t i = 0; i < t->staging_pages; i++)
+		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[i], 1,
+				 __ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		struct batch_run *run = &b->runs[i];
 
