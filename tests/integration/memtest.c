@@ -791,6 +791,17 @@ static void on_usr1(int sig)
 	got_usr1 = 1;
 }
 
+/* SIGUSR1 held back until wait_usr1(), so that none is missed before it. */
+static void block_usr1(void)
+{
+	sigset_t usr1;
+
+	signal(SIGUSR1, on_usr1);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+}
+
 static void wait_usr1(void)
 {
 	sigset_t none;
@@ -806,12 +817,8 @@ static int t_wait_signal(int argc, char **argv)
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
 	size_t npages = mib * MIB / PAGE;
 	uint8_t *m = map_anon(npages * PAGE);
-	sigset_t usr1;
 
-	signal(SIGUSR1, on_usr1);
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	block_usr1();
 	fill(m, npages, 14);
 	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
 	/* A hole in a registered chunk: after the daemon is gone, touching it
@@ -843,12 +850,8 @@ static int t_sigbus(int argc, char **argv)
 	uint8_t *m = map_anon(npages * PAGE);
 	static uint8_t want[PAGE];
 	struct sigaction sa = { .sa_handler = on_bus };
-	sigset_t usr1;
 
-	signal(SIGUSR1, on_usr1);
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	block_usr1();
 	fill(m, npages, 29);
 	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
 	printf("evicted %ld kB resident\n", rss_anon_kb());
