@@ -16,9 +16,20 @@
  *    single pages: mmap gives us contiguous virtual memory, so an object may
  *    straddle a page boundary and pool_map() is plain arithmetic.
  *
- *  - Slabs come from mmap and go back with munmap the moment their last
- *    object is released, so pool_total_size() is memory the kernel really
- *    lent us and the pool shrinks without a shrinker.  To make slabs empty
+ *  - Slabs come from mmap and go back with munmap once their last object
+ *    is released, so pool_total_size() is memory the kernel really lent us
+ *    and the pool shrinks without a shrinker.  Not at once, though: a few
+ *    empty slabs wait in a small cache until pool_trim() (the event loop
+ *    calls it every second) in case a class wants a slab again.  Under
+ *    churn, faults releasing objects while evictions store others, classes
+ *    emptied and created slabs thousands of times a second (one-page slabs
+ *    of pages stored as they are, mostly), and each munmap is a TLB flush
+ *    by IPI (page tables are freed, so even CPUs that only lazily hold our
+ *    mm get one; in a VM a hypercall) and each fresh slab a round of page
+ *    faults: 9% of the daemon's CPU time in a 1 GiB hot/cold run.  What
+ *    sat in the cache unused for a whole second goes back; the cache is
+ *    counted in pool_total_size(): the memory is still ours.  To make
+ *    slabs empty
  *    out, allocation takes the fullest partial slab of its class: partial
  *    slabs sit in POOL_GROUPS fullness groups (zsmalloc's fullness lists),
  *    and a bitmap of non-empty groups finds the fullest in O(1).  Sparse
@@ -81,6 +92,9 @@
 #define POOL_NO_GROUP UINT8_MAX
 #define POOL_MAX_SLABS UINT32_MAX
 #define POOL_MAX_HANDLES UINT32_MAX
+/* Empty slabs kept for reuse until pool_trim(), at most: */
+#define POOL_CACHE_SLABS 256u
+#define POOL_CACHE_BYTES (1u << 20)
 /* Objects pool_compact() moves between checks for completion. */
 #define POOL_COMPACT_BATCH 1024u
 
@@ -127,8 +141,18 @@ struct pool_class {
 	struct pool_slab *groups[POOL_GROUPS];
 };
 
+/* An empty slab's memory, kept for the next slab of the same size. */
+struct pool_cached_slab {
+	uint8_t *mem;
+	size_t bytes;
+};
+
 struct pool {
 	struct pool_class classes[POOL_NR_CLASSES];
+	struct pool_cached_slab cache[POOL_CACHE_SLABS];
+	uint32_t nr_cached;
+	uint32_t cache_low; /* the fewest cached since the last pool_trim() */
+	uint64_t cached_bytes;
 	struct pool_slab **slabs; /* by id; NULL for free ids */
 	uint8_t **slab_mem; /* by id: slabs[id]->mem, densely, for pool_map() */
 	uint32_t *free_ids;
@@ -222,16 +246,77 @@ static _Noreturn void pool_bug(const char *what, uint32_t slab_id)
 	abort();
 }
 
-/* Unmaps a slab that is on no list and whose id the caller has dealt with. */
-static void pool_slab_destroy(struct pool *p, struct pool_slab *s)
+/* Memory for a slab of `bytes`: a cached one's if there is one, else fresh. */
+static uint8_t *pool_slab_mem_get(struct pool *p, size_t bytes)
+{
+	void *mem;
+
+	for (uint32_t i = p->nr_cached; i-- > 0;) {
+		if (p->cache[i].bytes != bytes)
+			continue;
+		mem = p->cache[i].mem;
+		p->cache[i] = p->cache[--p->nr_cached];
+		p->cached_bytes -= bytes;
+		if (p->cache_low > p->nr_cached)
+			p->cache_low = p->nr_cached;
+		return mem;
+	}
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	p->total_size += bytes;
+	return mem;
+}
+
+/* Keeps an empty slab's memory for reuse if the cache has room, else unmaps it. */
+static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
+{
+	if (p->nr_cached < POOL_CACHE_SLABS && p->cached_bytes + bytes <= POOL_CACHE_BYTES) {
+		p->cache[p->nr_cached++] = (struct pool_cached_slab){ mem, bytes };
+		p->cached_bytes += bytes;
+		return;
+	}
+	munmap(mem, bytes);
+	p->total_size -= bytes;
+}
+
+/*
+ * As many slabs as sat in the cache all along since the last call: those
+ * no allocation wanted.  The rest turn over; they wait for the next call.
+ */
+size_t pool_trim(struct pool *p)
+{
+	size_t freed = 0;
+
+	for (uint32_t n = p->cache_low; n > 0; n--) {
+		struct pool_cached_slab cs = p->cache[--p->nr_cached];
+
+		munmap(cs.mem, cs.bytes);
+		p->total_size -= cs.bytes;
+		p->cached_bytes -= cs.bytes;
+		freed += cs.bytes;
+	}
+	p->cache_low = p->nr_cached;
+	return freed;
+}
+
+/*
+ * Retires a slab that is on no list and whose id the caller has dealt
+ * with; its memory waits in the cache if `keep` and there is room.
+ */
+static void pool_slab_destroy(struct pool *p, struct pool_slab *s, bool keep)
 {
 	struct pool_class *c = &p->classes[s->cls];
 
 	/* A half-drained slab must not outlive its memory as compaction's cursor. */
 	if (p->compact_src == s)
 		p->compact_src = NULL;
-	munmap(s->mem, pool_slab_bytes(c));
-	p->total_size -= pool_slab_bytes(c);
+	if (keep) {
+		pool_slab_mem_put(p, s->mem, pool_slab_bytes(c));
+	} else {
+		munmap(s->mem, pool_slab_bytes(c));
+		p->total_size -= pool_slab_bytes(c);
+	}
 	c->nr_slabs--;
 	free(s);
 }
@@ -242,7 +327,9 @@ void pool_free(struct pool *p)
 		return;
 	for (uint32_t id = 0; id < p->nr_ids; id++)
 		if (p->slabs[id])
-			pool_slab_destroy(p, p->slabs[id]);
+			pool_slab_destroy(p, p->slabs[id], false);
+	p->cache_low = p->nr_cached;
+	pool_trim(p);
 	free(p->slabs);
 	free(p->slab_mem);
 	free(p->free_ids);
@@ -413,9 +500,8 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 		r = -ENOMEM;
 		goto fail_header;
 	}
-	s->mem = mmap(NULL, pool_slab_bytes(c), PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->mem == MAP_FAILED) {
+	s->mem = pool_slab_mem_get(p, pool_slab_bytes(c));
+	if (!s->mem) {
 		r = -errno;
 		goto fail_mmap;
 	}
@@ -428,7 +514,6 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 		stack[i] = (uint16_t)(c->nr_slots - 1 - i);
 	p->slabs[id] = s;
 	p->slab_mem[id] = s->mem;
-	p->total_size += pool_slab_bytes(c);
 	c->nr_slabs++;
 	pool_slab_regroup(c, s);
 	*ret_slab = s;
@@ -441,12 +526,12 @@ fail_header:
 	return r;
 }
 
-/* Takes the slab off its list, gives back its id and unmaps it. */
-static void pool_slab_retire(struct pool *p, struct pool_slab *s)
+/* Takes the slab off its list, gives back its id and its memory. */
+static void pool_slab_retire(struct pool *p, struct pool_slab *s, bool keep)
 {
 	pool_group_unlink(&p->classes[s->cls], s);
 	pool_put_id(p, s->id);
-	pool_slab_destroy(p, s);
+	pool_slab_destroy(p, s, keep);
 }
 
 /* Occupies a free slot of a slab that has one, for handle h. */
@@ -540,7 +625,7 @@ void pool_release(struct pool *p, uint64_t handle)
 	pool_slot_put(&p->classes[s->cls], s, e->slot);
 	pool_put_handle(p, (uint32_t)handle);
 	if (!s->nr_used)
-		pool_slab_retire(p, s);
+		pool_slab_retire(p, s, true);
 }
 
 /*
@@ -678,8 +763,9 @@ static size_t pool_compact_run(struct pool *p, size_t max_moves, bool *ret_done)
 		pool_move(p, c, src, pool_compact_next_slot(p, c, src), dst);
 		moves++;
 		if (!src->nr_used) {
+			/* Straight back to the kernel: that is what compaction is for. */
 			freed += pool_slab_bytes(c);
-			pool_slab_retire(p, src);
+			pool_slab_retire(p, src, false);
 		}
 	}
 	*ret_done = packed == POOL_NR_CLASSES;

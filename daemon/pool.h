@@ -7,7 +7,8 @@
  * out again by a later pool_alloc().  The handle stays the same while the
  * object moves: pool_compact() relocates objects to pack slabs, so the
  * address pool_map() returns is not stable, the handle is.  Memory comes
- * from mmap and goes back to the kernel as soon as a slab empties, so
+ * from mmap and goes back to the kernel when a slab empties (through a
+ * small cache of empty slabs that pool_trim() empties), so
  * pool_total_size() is the memory the pool really holds.
  */
 #ifndef ZSWAPD_POOL_H
@@ -53,7 +54,15 @@ size_t pool_compact(struct pool *p);
  */
 size_t pool_compact_some(struct pool *p, size_t max_moves);
 
-/* Bytes of slab memory held from the kernel (what zswap calls pool_total_size). */
+/*
+ * Unmaps the empty slabs kept for reuse (at most 1 MiB) that no allocation
+ * took since the last call, and returns their bytes.  Call it every second
+ * or so: an idle pool's cache is gone after the second call.
+ */
+size_t pool_trim(struct pool *p);
+
+/* Bytes of slab memory held from the kernel (what zswap calls pool_total_size),
+ * the cached empty slabs included. */
 uint64_t pool_total_size(const struct pool *p);
 /* Sum of the lengths of live objects. */
 uint64_t pool_stored_bytes(const struct pool *p);

@@ -162,10 +162,108 @@ static void obj_release(struct pool *p, struct obj *o)
 	o->live = false;
 }
 
+/*
+ * pool_trim() twice: the first call starts a period, the second gives back
+ * every cached slab that sat through it (all of them, with no allocation).
+ */
+static size_t trim_all(struct pool *p)
+{
+	size_t freed = pool_trim(p);
+
+	return freed + pool_trim(p);
+}
+
+/* Everything released: what is left is empty slabs kept for reuse. */
+static void assert_trims_to_nothing(struct pool *p)
+{
+	uint64_t cached = pool_total_size(p);
+
+	ck_assert_uint_le(cached, 1u << 20);
+	ck_assert_uint_eq(trim_all(p), cached);
+	ck_assert_uint_eq(pool_total_size(p), 0);
+}
+
 static uintptr_t page_of(const void *addr)
 {
 	return (uintptr_t)addr / ZS_PAGE_SIZE;
 }
+
+/*
+ * A slab emptied by releases keeps its memory, counted, until pool_trim(),
+ * and the next slab of that size takes it: no munmap and mmap (a TLB flush
+ * and page faults) for a class that empties a slab and wants one again.
+ * Page-sized objects: one per one-page slab.
+ */
+START_TEST(test_slab_cache)
+{
+	enum { MANY = 600 }; /* 2.3 MiB of slabs: more than the cache keeps */
+	struct obj *o = calloc(MANY, sizeof(*o));
+	struct pool *p;
+	void *mem;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(pool_new(&p), 0);
+	obj_alloc(p, &o[0], 0, ZS_PAGE_SIZE);
+	mem = pool_map(p, o[0].handle);
+	obj_release(p, &o[0]);
+	ck_assert_uint_eq(pool_total_size(p), ZS_PAGE_SIZE);
+	obj_alloc(p, &o[1], 1, ZS_PAGE_SIZE);
+	ck_assert_ptr_eq(pool_map(p, o[1].handle), mem);
+	ck_assert_uint_eq(pool_total_size(p), ZS_PAGE_SIZE);
+	obj_check_all(p, &o[1]);
+	/* A live slab is not the cache's to give back. */
+	ck_assert_uint_eq(pool_trim(p), 0);
+	ck_assert_uint_eq(pool_total_size(p), ZS_PAGE_SIZE);
+	obj_release(p, &o[1]);
+
+	/* Bounded: of many slabs emptied at once, most go back at once. */
+	for (uint32_t i = 0; i < MANY; i++)
+		obj_alloc(p, &o[i], i, ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_total_size(p), MANY * ZS_PAGE_SIZE);
+	for (uint32_t i = 0; i < MANY; i++) {
+		obj_check_ends(p, &o[i]);
+		obj_release(p, &o[i]);
+	}
+	ck_assert_uint_gt(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
+	ck_assert_uint_eq(pool_trim(p), 0);
+
+	/* A slab taken from the cache within a period stays mapped; what sat
+	 * through the period goes. */
+	obj_alloc(p, &o[0], 0, ZS_PAGE_SIZE);
+	obj_alloc(p, &o[1], 1, ZS_PAGE_SIZE);
+	obj_release(p, &o[0]);
+	obj_release(p, &o[1]);
+	ck_assert_uint_eq(pool_trim(p), 0); /* the period began with none */
+	obj_alloc(p, &o[2], 2, ZS_PAGE_SIZE);
+	/* One of the two was taken, the other sat through the period. */
+	ck_assert_uint_eq(pool_total_size(p), 2 * ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_trim(p), ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_total_size(p), ZS_PAGE_SIZE);
+	ck_assert_uint_eq(pool_trim(p), 0);
+	obj_check_all(p, &o[2]);
+	obj_release(p, &o[2]);
+	assert_trims_to_nothing(p);
+
+	/* Compaction gives what it frees straight back, past the cache. */
+	for (uint32_t i = 0; i < 64; i++)
+		obj_alloc(p, &o[i], i, 100);
+	for (uint32_t i = 0; i < 64; i += 2)
+		obj_release(p, &o[i]);
+	{
+		uint64_t before = pool_total_size(p);
+		size_t freed = pool_compact(p);
+
+		ck_assert_uint_gt(freed, 0);
+		ck_assert_uint_eq(pool_total_size(p), before - freed);
+		ck_assert_uint_eq(pool_trim(p), 0);
+	}
+	for (uint32_t i = 1; i < 64; i += 2)
+		obj_check_all(p, &o[i]);
+	pool_free(p);
+	free(o);
+}
+END_TEST
 
 START_TEST(test_invalid_sizes)
 {
@@ -177,7 +275,7 @@ START_TEST(test_invalid_sizes)
 	ck_assert_int_eq(pool_alloc(p, ZS_PAGE_SIZE + 1, &h), -EINVAL);
 	ck_assert_int_eq(pool_alloc(p, SIZE_MAX, &h), -EINVAL);
 	ck_assert_uint_eq(h, 12345);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	ck_assert_uint_eq(pool_nr_objects(p), 0);
 	pool_free(p);
 	pool_free(NULL);
@@ -204,7 +302,7 @@ START_TEST(test_every_length)
 		obj_check(p, &o[len]);
 	for (size_t len = 1; len <= ZS_PAGE_SIZE; len++)
 		obj_release(p, &o[len]);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	ck_assert_uint_eq(pool_stored_bytes(p), 0);
 	pool_free(p);
 	free(o);
@@ -254,7 +352,7 @@ START_TEST(test_random_interleaved)
 		obj_check(p, &o[i]);
 		obj_release(p, &o[i]);
 	}
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	ck_assert_uint_eq(pool_stored_bytes(p), 0);
 	ck_assert_uint_eq(pool_nr_objects(p), 0);
 
@@ -263,7 +361,7 @@ START_TEST(test_random_interleaved)
 	obj_check(p, &o[0]);
 	ck_assert_uint_gt(pool_total_size(p), 0);
 	obj_release(p, &o[0]);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	pool_free(p);
 	free(o);
 }
@@ -361,7 +459,7 @@ static void pack_release_survivors(struct pool *p, struct obj *o, const uint32_t
 {
 	for (size_t i = NR_PACK / 2; i < NR_PACK; i++)
 		obj_release(p, &o[order[i]]);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
 }
 
@@ -559,7 +657,7 @@ START_TEST(test_compact_stress)
 		obj_check(p, &o[i]);
 		obj_release(p, &o[i]);
 	}
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	ck_assert_uint_eq(pool_nr_objects(p), 0);
 	pool_free(p);
 	free(o);
@@ -720,7 +818,7 @@ START_TEST(test_handle_reuse)
 	}
 	for (uint32_t i = 0; i < NR_REUSE; i++)
 		obj_release(p, &o[i]);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	/* Different sizes this time, so handles move to other classes. */
 	for (uint32_t i = 0; i < NR_REUSE; i++) {
 		obj_alloc(p, &o[i], NR_REUSE + i, rng_range(1, ZS_PAGE_SIZE));
@@ -761,7 +859,7 @@ START_TEST(test_compact_empty)
 	ck_assert_uint_eq(pool_compact(p), 0);
 	ck_assert_uint_eq(pool_compact_some(p, 0), 0);
 	ck_assert_uint_eq(pool_compact_some(p, SIZE_MAX), 0);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 
 	/* Still a working pool, and emptied again it compacts to nothing. */
 	obj_alloc(p, &o, 1, 1000);
@@ -769,7 +867,7 @@ START_TEST(test_compact_empty)
 	obj_check(p, &o);
 	obj_release(p, &o);
 	ck_assert_uint_eq(pool_compact(p), 0);
-	ck_assert_uint_eq(pool_total_size(p), 0);
+	assert_trims_to_nothing(p);
 	pool_free(p);
 }
 END_TEST
@@ -899,6 +997,7 @@ START_TEST(test_fullest_first)
 	ck_assert_uint_eq(pool_total_size(p), 3 * one_slab);
 	for (uint64_t i = 0; i < per_slab / 5; i++)
 		obj_release(p, &o[i]);
+	trim_all(p);
 	ck_assert_uint_eq(pool_total_size(p), 2 * one_slab);
 	for (uint64_t i = per_slab; i < 3 * per_slab; i++)
 		obj_check(p, &o[i]);
@@ -1042,6 +1141,7 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test(tc, test_free_with_live_objects);
 	tcase_add_test(tc, test_distinct_handles);
 	tcase_add_test(tc, test_fullest_first);
+	tcase_add_test(tc, test_slab_cache);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
