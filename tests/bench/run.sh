@@ -4,9 +4,9 @@
 # Benchmarks: rerunnable, written to tests/bench/results/, never pass/fail
 # on timings (a run that corrupts data fails loudly, though).
 #
-#   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis]
+#   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap]
 #
-# With no part named: `make bench` runs all five (about 45 minutes),
+# With no part named: `make bench` runs all six (about 45 minutes),
 # `make bench-quick` (--quick) micro and compare on smaller sizes (under 3).
 # --micro-only, --compare-only and --writeback are the older names of
 # micro, compare and writeback.
@@ -15,6 +15,13 @@
 #          (tests/bench/micro.c), printed next to the kernel zswap figures
 #          measured on this machine kind (ANCHORS.md: 7.6 us store, 7.9 us
 #          mean / 15.7 us p99 swap-in).  -> results/micro.{json,md}
+#
+# unmap:   what taking a page out of a process costs through each kernel
+#          interface (tests/bench/unmap.c: UFFDIO_MOVE, UFFDIO_WRITEPROTECT,
+#          MADV_DONTNEED, batched process_madvise, with REMOVE events and
+#          without), with the process's other thread idle or busy on the
+#          other CPU: the floor under zswapd's eviction.  No daemon, a few
+#          seconds.  -> results/unmap.{json,md}
 #
 # compare: one workload (tests/bench/workload.c: S MiB of the same page mix,
 #          20% of pages taking 80% of accesses, half of them writes, every
@@ -87,14 +94,14 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | unmap) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
 if [ -z "$PARTS" ]; then
 	PARTS="micro compare"
-	[ $QUICK -eq 1 ] || PARTS="$PARTS writeback workers redis"
+	[ $QUICK -eq 1 ] || PARTS="$PARTS writeback workers redis unmap"
 fi
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
@@ -131,6 +138,7 @@ flock -n 9 || { echo "bench: another benchmark run is going on ($LOCK is locked)
 
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/unmap" "$ROOT/tests/bench/unmap.c" -lpthread
 
 TMP=$(mktemp -d /tmp/zswapd-bench.XXXXXX)
 export ZSWAP_SOCKET=$TMP/zswapd.sock
@@ -1120,10 +1128,36 @@ run_redis() {
 	fi
 }
 
+# ---------------------------------------------------------------- unmap
+run_unmap() {
+	local res
+	echo "== unmap: per-page cost of taking pages out, by kernel interface"
+	res=$("$B/unmap" 16384 5) || { echo "bench: FAILED: unmap lost or left a page" >&2; return 1; }
+	echo "$res" >"$OUT/unmap.json"
+	python3 - "$res" >"$OUT/unmap.md" <<'EOF'
+import json, sys
+r = json.loads(sys.argv[1])
+what = [("move1", "UFFDIO_MOVE, 1 page per ioctl (the agent, 1-page runs)"),
+        ("move8", "UFFDIO_MOVE, 8 contiguous pages per ioctl"),
+        ("wp1", "UFFDIO_WRITEPROTECT, 1 page (zswapd's lock before a copy)"),
+        ("dontneed1", "madvise(MADV_DONTNEED), 1 page"),
+        ("pmadvise", "process_madvise(MADV_DONTNEED), 512 pages per call"),
+        ("pmadvise_uffd", "the same, registered with REMOVE events read at once")]
+print("\n| µs per page | other thread idle | other thread busy on CPU 1 |")
+print("|---|---|---|")
+for k, text in what:
+    print("| %s | %.2f | %.2f |" % (text, r[k + "_idle"], r[k + "_busy"]))
+print("\n(tests/bench/run.sh unmap: %d pages, every 4th taken out, median of %d rounds)"
+      % (r["pages"], r["rounds"]))
+EOF
+	cat "$OUT/unmap.md"
+}
+
 # Each part returns 1 (set -e: exit 1) on a run that lost data or hung.
 if want micro; then run_micro; fi
 if want compare; then run_compare "$@"; fi
 if want writeback; then run_writeback "$@"; fi
 if want workers; then run_workers "$@"; fi
 if want redis; then run_redis "$@"; fi
+if want unmap; then run_unmap; fi
 exit 0
