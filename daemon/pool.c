@@ -28,12 +28,13 @@
  *    mm get one; in a VM a hypercall) and each fresh slab a round of page
  *    faults: 9% of the daemon's CPU time in a 1 GiB hot/cold run.  What
  *    sat in the cache unused for a whole second goes back; the cache is
- *    counted in pool_total_size(): the memory is still ours.  To make
- *    slabs empty
- *    out, allocation takes the fullest partial slab of its class: partial
- *    slabs sit in POOL_GROUPS fullness groups (zsmalloc's fullness lists),
- *    and a bitmap of non-empty groups finds the fullest in O(1).  Sparse
- *    slabs then only lose objects and are returned.
+ *    counted in pool_total_size(): the memory is still ours.
+ *
+ *  - To make slabs empty out, allocation takes the fullest partial slab of
+ *    its class: partial slabs sit in POOL_GROUPS fullness groups
+ *    (zsmalloc's fullness lists), and a bitmap of non-empty groups finds
+ *    the fullest in O(1).  Sparse slabs then only lose objects and are
+ *    returned.
  *
  *  - Fullest-first is not enough when entries die at random: a slab goes
  *    back only once every object in it is gone (up to a few dozen), so
@@ -281,8 +282,9 @@ static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
 }
 
 /*
- * As many slabs as sat in the cache all along since the last call: those
- * no allocation wanted.  The rest turn over; they wait for the next call.
+ * Gives back as many slabs as sat in the cache all along since the last
+ * call (which ones does not matter: all are empty): those no allocation
+ * wanted.  The rest turned over; they wait for the next call.
  */
 size_t pool_trim(struct pool *p)
 {
