@@ -326,6 +326,8 @@ int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page);
 bool entry_stores_incompressible(const struct daemon *d);
+/* The pool's size for its limit: near the limit its cached empty slabs go first. */
+uint64_t entry_pool_size(struct daemon *d);
 /* A COMP entry whose object is the page as it is (store_incompressible), not compressed. */
 static inline bool entry_as_is(const struct entry *e)
 {

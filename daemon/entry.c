@@ -24,9 +24,27 @@
 #include "daemon.h"
 #include "pool.h"
 
-static bool entry_pool_has_room(struct daemon *d, size_t len)
+/*
+ * The pool's size as its limit sees it.  Empty slabs kept for reuse are
+ * memory it holds, so they count; near the limit they go back first, so
+ * that no store is refused, and no entry written back, for memory that
+ * holds nothing.
+ */
+uint64_t entry_pool_size(struct daemon *d)
 {
 	uint64_t total = pool_total_size(d->pool);
+
+	if (d->pool_limit &&
+	    (total + ZS_PAGE_SIZE > d->pool_limit ||
+	     total * 100 > d->pool_limit * d->cfg.accept_threshold_percent) &&
+	    pool_drop_cache(d->pool))
+		total = pool_total_size(d->pool);
+	return total;
+}
+
+static bool entry_pool_has_room(struct daemon *d, size_t len)
+{
+	uint64_t total = entry_pool_size(d);
 
 	if (d->pool_limit == 0)
 		return true;

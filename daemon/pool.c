@@ -27,7 +27,8 @@
  *    by IPI (page tables are freed, so even CPUs that only lazily hold our
  *    mm get one; in a VM a hypercall) and each fresh slab a round of page
  *    faults: 9% of the daemon's CPU time in a 1 GiB hot/cold run.  What
- *    sat in the cache unused for a whole second goes back; the cache is
+ *    sat in the cache unused for a whole second goes back, and all of it
+ *    when the pool nears its limit (pool_drop_cache()); the cache is
  *    counted in pool_total_size(): the memory is still ours.
  *
  *  - To make slabs empty out, allocation takes the fullest partial slab of
@@ -146,13 +147,14 @@ struct pool_class {
 struct pool_cached_slab {
 	uint8_t *mem;
 	size_t bytes;
+	uint32_t period; /* the pool_trim() period it came in */
 };
 
 struct pool {
 	struct pool_class classes[POOL_NR_CLASSES];
 	struct pool_cached_slab cache[POOL_CACHE_SLABS];
 	uint32_t nr_cached;
-	uint32_t cache_low; /* the fewest cached since the last pool_trim() */
+	uint32_t cache_period; /* pool_trim() calls so far */
 	uint64_t cached_bytes;
 	struct pool_slab **slabs; /* by id; NULL for free ids */
 	uint8_t **slab_mem; /* by id: slabs[id]->mem, densely, for pool_map() */
@@ -258,8 +260,6 @@ static uint8_t *pool_slab_mem_get(struct pool *p, size_t bytes)
 		mem = p->cache[i].mem;
 		p->cache[i] = p->cache[--p->nr_cached];
 		p->cached_bytes -= bytes;
-		if (p->cache_low > p->nr_cached)
-			p->cache_low = p->nr_cached;
 		return mem;
 	}
 	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -273,7 +273,7 @@ static uint8_t *pool_slab_mem_get(struct pool *p, size_t bytes)
 static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
 {
 	if (p->nr_cached < POOL_CACHE_SLABS && p->cached_bytes + bytes <= POOL_CACHE_BYTES) {
-		p->cache[p->nr_cached++] = (struct pool_cached_slab){ mem, bytes };
+		p->cache[p->nr_cached++] = (struct pool_cached_slab){ mem, bytes, p->cache_period };
 		p->cached_bytes += bytes;
 		return;
 	}
@@ -281,24 +281,44 @@ static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
 	p->total_size -= bytes;
 }
 
+/* Unmaps cached slab i, which the caller then takes off the array. */
+static size_t pool_cache_unmap(struct pool *p, uint32_t i)
+{
+	size_t bytes = p->cache[i].bytes;
+
+	munmap(p->cache[i].mem, bytes);
+	p->total_size -= bytes;
+	p->cached_bytes -= bytes;
+	return bytes;
+}
+
 /*
- * Gives back as many slabs as sat in the cache all along since the last
- * call (which ones does not matter: all are empty): those no allocation
- * wanted.  The rest turned over; they wait for the next call.
+ * Gives back the slabs that came into the cache before the last call and
+ * are still there: a whole period without an allocation of their size.
+ * One taken and put back since came in again, in this period.
  */
 size_t pool_trim(struct pool *p)
 {
 	size_t freed = 0;
+	uint32_t kept = 0;
 
-	for (uint32_t n = p->cache_low; n > 0; n--) {
-		struct pool_cached_slab cs = p->cache[--p->nr_cached];
-
-		munmap(cs.mem, cs.bytes);
-		p->total_size -= cs.bytes;
-		p->cached_bytes -= cs.bytes;
-		freed += cs.bytes;
+	for (uint32_t i = 0; i < p->nr_cached; i++) {
+		if (p->cache[i].period != p->cache_period)
+			freed += pool_cache_unmap(p, i);
+		else
+			p->cache[kept++] = p->cache[i];
 	}
-	p->cache_low = p->nr_cached;
+	p->nr_cached = kept;
+	p->cache_period++;
+	return freed;
+}
+
+size_t pool_drop_cache(struct pool *p)
+{
+	size_t freed = 0;
+
+	while (p->nr_cached)
+		freed += pool_cache_unmap(p, --p->nr_cached);
 	return freed;
 }
 
@@ -330,8 +350,7 @@ void pool_free(struct pool *p)
 	for (uint32_t id = 0; id < p->nr_ids; id++)
 		if (p->slabs[id])
 			pool_slab_destroy(p, p->slabs[id], false);
-	p->cache_low = p->nr_cached;
-	pool_trim(p);
+	pool_drop_cache(p);
 	free(p->slabs);
 	free(p->slab_mem);
 	free(p->free_ids);

@@ -39,9 +39,9 @@ size_t pool_obj_len(struct pool *p, uint64_t handle);
 
 /*
  * Packs every size class: objects move from the sparsest slabs into free
- * slots of the fullest ones, and each slab that empties is unmapped.  Returns
- * the bytes given back to the kernel.  Afterwards pool_fragmented_bytes() is
- * 0.  Its cost grows with the objects it moves; from an event loop prefer
+ * slots of the fullest ones, and each slab that empties is unmapped (not
+ * cached).  Returns the bytes given back to the kernel.  Afterwards
+ * pool_fragmented_bytes() is 0.  Its cost grows with the objects it moves; from an event loop prefer
  * pool_compact_some().
  */
 size_t pool_compact(struct pool *p);
@@ -55,11 +55,14 @@ size_t pool_compact(struct pool *p);
 size_t pool_compact_some(struct pool *p, size_t max_moves);
 
 /*
- * Unmaps the empty slabs kept for reuse (at most 1 MiB) that no allocation
- * took since the last call, and returns their bytes.  Call it every second
- * or so: an idle pool's cache is gone after the second call.
+ * Unmaps the empty slabs kept for reuse (at most 1 MiB) that came before
+ * the last call and no allocation took since, and returns their bytes.
+ * Call it every second or so: an idle pool's cache is gone after the
+ * second call.
  */
 size_t pool_trim(struct pool *p);
+/* Unmaps every empty slab kept for reuse, and returns their bytes. */
+size_t pool_drop_cache(struct pool *p);
 
 /* Bytes of slab memory held from the kernel (what zswap calls pool_total_size),
  * the cached empty slabs included. */

@@ -272,10 +272,10 @@ fail:
 	return r;
 }
 
-static bool wb_pool_over_threshold(const struct daemon *d)
+static bool wb_pool_over_threshold(struct daemon *d)
 {
 	return d->pool_limit &&
-	       pool_total_size(d->pool) * 100 > d->pool_limit * d->cfg.accept_threshold_percent;
+	       entry_pool_size(d) * 100 > d->pool_limit * d->cfg.accept_threshold_percent;
 }
 
 /*
@@ -531,7 +531,7 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 	 * given up, perhaps written back elsewhere), and room in the pool?
 	 */
 	if (res == (int)WB_BLOCK && e->refs > 1 && e->where == ENTRY_ON_DISK && !e->reads &&
-	    pool_total_size(d->pool) + e->len <= d->pool_limit &&
+	    entry_pool_size(d) + e->len <= d->pool_limit &&
 	    pool_alloc(d->pool, e->len, &handle) == 0) {
 		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);
 		wb_block_put(d->wb, e->disk / WB_BLOCK);
