@@ -81,7 +81,7 @@ static void loop_housekeeping(struct daemon *d)
 	for (t = d->targets; t; t = t->next)
 		if (t->pidfd_w.fd < 0 && !t->dead && !target_mm_alive(t))
 			target_kill(t, "mm gone");
-	/* Empty slabs no store took again within the tick go back. */
+	/* Empty slabs that sat in the pool's cache through a whole tick go back. */
 	pool_trim(d->pool);
 	notify_watchdog(d);
 	notify_status(d);

@@ -249,6 +249,13 @@ static _Noreturn void pool_bug(const char *what, uint32_t slab_id)
 	abort();
 }
 
+/* Gives a slab's memory back to the kernel. */
+static void pool_unmap(struct pool *p, uint8_t *mem, size_t bytes)
+{
+	munmap(mem, bytes);
+	p->total_size -= bytes;
+}
+
 /* Memory for a slab of `bytes`: a cached one's if there is one, else fresh. */
 static uint8_t *pool_slab_mem_get(struct pool *p, size_t bytes)
 {
@@ -277,8 +284,7 @@ static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
 		p->cached_bytes += bytes;
 		return;
 	}
-	munmap(mem, bytes);
-	p->total_size -= bytes;
+	pool_unmap(p, mem, bytes);
 }
 
 /* Unmaps cached slab i, which the caller then takes off the array. */
@@ -286,8 +292,7 @@ static size_t pool_cache_unmap(struct pool *p, uint32_t i)
 {
 	size_t bytes = p->cache[i].bytes;
 
-	munmap(p->cache[i].mem, bytes);
-	p->total_size -= bytes;
+	pool_unmap(p, p->cache[i].mem, bytes);
 	p->cached_bytes -= bytes;
 	return bytes;
 }
@@ -333,12 +338,10 @@ static void pool_slab_destroy(struct pool *p, struct pool_slab *s, bool keep)
 	/* A half-drained slab must not outlive its memory as compaction's cursor. */
 	if (p->compact_src == s)
 		p->compact_src = NULL;
-	if (keep) {
+	if (keep)
 		pool_slab_mem_put(p, s->mem, pool_slab_bytes(c));
-	} else {
-		munmap(s->mem, pool_slab_bytes(c));
-		p->total_size -= pool_slab_bytes(c);
-	}
+	else
+		pool_unmap(p, s->mem, pool_slab_bytes(c));
 	c->nr_slabs--;
 	free(s);
 }

@@ -41,8 +41,8 @@ size_t pool_obj_len(struct pool *p, uint64_t handle);
  * Packs every size class: objects move from the sparsest slabs into free
  * slots of the fullest ones, and each slab that empties is unmapped (not
  * cached).  Returns the bytes given back to the kernel.  Afterwards
- * pool_fragmented_bytes() is 0.  Its cost grows with the objects it moves; from an event loop prefer
- * pool_compact_some().
+ * pool_fragmented_bytes() is 0.  Its cost grows with the objects it moves;
+ * from an event loop prefer pool_compact_some().
  */
 size_t pool_compact(struct pool *p);
 /*
