@@ -5,7 +5,8 @@ side-by-side benchmark into results/compare.json, compare.md and compare.png
 (with --writeback: of the issue-4 writeback benchmark, into
 results/writeback.json and writeback.md; with --workers: of the N concurrent
 jobs, into workers.json, .md and .png; with --redis: of the redis run, into
-redis.json and .md).
+redis.json and .md; with --pairs: of the rounds of kernel zswap against
+zswapd, into pairs.json and .md).
 
 Each case directory holds: meta (key=value, written by run.sh),
 workload.json (the workload's own output), and two snapshots taken while the
@@ -108,6 +109,8 @@ def case_figures(d, clk_tck):
         "wall_s": meta.get("wall_s"),
         "workload": wl,
     }
+    if "round" in meta:  # run.sh pairs
+        c["round"] = meta["round"]
     if mode == "zswapd":
         c["limit_mib"] = meta.get("limit_mib")
         c["pool_allowance_q"] = meta.get("pool_q")
@@ -755,6 +758,108 @@ def redis_main(a):
     return 0
 
 
+P_NOTES = """\
+How to read it:
+- Each round runs kernel zswap lzo and then zswapd lzo with its pool outside the budget,
+  back to back, at each budget: the two cases of a round met the same moment of this VM.
+  The cases are compare's (see compare.md): kernel zswap in a cgroup v1 memory cgroup of
+  the budget with a swap file and shrinker_enabled=Y; zswapd with `zswapctl limit` = the
+  budget, its pool on top as the kernel's is, store_incompressible = yes.
+- ratio: zswapd's accesses/s over the kernel's, per round; "medians" is the ratio of the
+  two medians. faults/access as in compare (issue 3: at most 1.2x the kernel's).
+- A run that did not finish ok has no figures and is left out of the medians."""
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def pair_figures(c):
+    """accesses/s and faults/access of one case, or (None, None) if it did not finish."""
+    wl = c.get("workload") or {}
+    if c["status"] != "ok" or not wl.get("accesses"):
+        return None, None
+    fpa = c["pages_in"] / wl["accesses"] if c.get("pages_in") is not None else None
+    return wl.get("accesses_per_s"), fpa
+
+
+def pairs_main(a, cases):
+    rounds = {}
+    for c in cases:
+        key = (c["budget_mib"], c.get("round"))
+        rounds.setdefault(key, {})["kernel" if c["mode"] == "zswap" else "zswapd"] = c
+    budgets = sorted({b for b, _ in rounds}, reverse=True)
+    summary, md = [], [f"## Kernel zswap and zswapd, round by round: {a.size} MiB, "
+                       f"{a.warmup:g} s warm-up + {a.seconds:g} s measured", ""]
+    for b in budgets:
+        pct = round(100 * b / a.size)
+        md += [f"Budget {pct}% ({b} MiB):", "",
+               "| round | kernel zswap accesses/s | zswapd accesses/s | ratio "
+               "| kernel faults/access | zswapd faults/access | ratio |",
+               "|---|---|---|---|---|---|---|"]
+        col = {"kernel": ([], []), "zswapd": ([], [])}
+        ratios, fratios = [], []
+        for (bb, r) in sorted(k for k in rounds if k[0] == b):
+            fig = {}
+            for who in ("kernel", "zswapd"):
+                c = rounds[(bb, r)].get(who)
+                fig[who] = pair_figures(c) if c else (None, None)
+                if fig[who][0] is not None:
+                    col[who][0].append(fig[who][0])
+                if fig[who][1] is not None:
+                    col[who][1].append(fig[who][1])
+            (ka, kf), (za, zf) = fig["kernel"], fig["zswapd"]
+            ra = za / ka if ka and za else None
+            rf = zf / kf if kf and zf else None
+            if ra is not None:
+                ratios.append(ra)
+            if rf is not None:
+                fratios.append(rf)
+            status = "; ".join(f"{who} {rounds[(bb, r)][who]['status']}"
+                               for who in ("kernel", "zswapd")
+                               if who in rounds[(bb, r)] and rounds[(bb, r)][who]["status"] != "ok")
+            md.append("| " + " | ".join([
+                str(r) + (f" ({status})" if status else ""), fmt_rate(ka), fmt_rate(za),
+                fmt(ra, ".2f") + "x" if ra else "—", fmt(kf, ".3f"), fmt(zf, ".3f"),
+                fmt(rf, ".2f") + "x" if rf else "—"]) + " |")
+        km, zm = median(col["kernel"][0]), median(col["zswapd"][0])
+        kfm, zfm = median(col["kernel"][1]), median(col["zswapd"][1])
+        rm = zm / km if km and zm else None
+        md.append("| medians | " + " | ".join([
+            fmt_rate(km), fmt_rate(zm), fmt(rm, ".2f") + "x" if rm else "—",
+            fmt(kfm, ".3f"), fmt(zfm, ".3f"),
+            fmt(zfm / kfm, ".2f") + "x" if kfm and zfm else "—"]) + " |")
+        spread = lambda xs: f"{fmt_rate(min(xs))}-{fmt_rate(max(xs))}" if xs else "—"
+        md += ["", f"Spread: kernel zswap {spread(col['kernel'][0])}, zswapd {spread(col['zswapd'][0])}"
+               f" accesses/s; ratio per round {fmt(min(ratios), '.2f') if ratios else '—'}"
+               f"-{fmt(max(ratios), '.2f') if ratios else '—'}x, median "
+               f"{fmt(median(ratios), '.2f') if ratios else '—'}x.", ""]
+        summary.append({"budget_mib": b, "kernel_median_accesses_per_s": km,
+                        "zswapd_median_accesses_per_s": zm, "ratio_of_medians": rm,
+                        "median_ratio_per_round": median(ratios), "ratios_per_round": ratios,
+                        "kernel_median_faults_per_access": kfm,
+                        "zswapd_median_faults_per_access": zfm,
+                        "faults_ratio_per_round": fratios})
+    doc = {"benchmark": "pairs", "host": a.host, "date": a.date, "command": a.command,
+           "loadavg_at_start": a.load,
+           "params": {"size_mib": a.size, "seconds": a.seconds, "warmup_s": a.warmup,
+                      "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50},
+           "notes": P_NOTES, "summary": summary, "cases": cases}
+    with open(os.path.join(a.out, "pairs.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    md += [P_NOTES, "", f"{a.host}; load average at start {a.load}; {a.date}.",
+           f"Command: `{a.command}`", ""]
+    with open(os.path.join(a.out, "pairs.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
@@ -779,6 +884,7 @@ def main():
     ap.add_argument("--keys", type=int)
     ap.add_argument("--gets", type=int)
     ap.add_argument("--sets", type=int)
+    ap.add_argument("--pairs", action="store_true")
     a = ap.parse_args()
     if a.workers:
         return workers_main(a)
@@ -789,6 +895,8 @@ def main():
     cases = [case_figures(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
     if a.writeback:
         return writeback_main(a, cases)
+    if a.pairs:
+        return pairs_main(a, cases)
     doc = {
         "benchmark": "compare",
         "host": a.host,
