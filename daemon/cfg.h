@@ -38,6 +38,7 @@ struct cfg {
 	bool mlock;			   /* lock the daemon's memory (pool included) */
 	bool agent_move;		   /* agents take pages out with UFFDIO_MOVE */
 	bool agent_follow_app;		   /* a single-threaded app's agent runs on its CPU */
+	bool agent_move_first;		   /* moving agents move, then copy: no write-protect */
 	char swap_file[CFG_PATH_MAX];	   /* writeback tier; "" = none */
 	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
 	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */

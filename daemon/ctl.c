@@ -83,6 +83,8 @@ void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t
 	ctl_put(out, &n, max, "evict_batches", d->st.evict_batches);
 	ctl_put(out, &n, max, "evict_moved_batches", d->st.evict_moved_batches);
 	ctl_put(out, &n, max, "evict_local_batches", d->st.evict_local_batches);
+	ctl_put(out, &n, max, "evict_move_first_batches", d->st.evict_move_first_batches);
+	ctl_put(out, &n, max, "evict_scratch_reads", d->st.evict_scratch_reads);
 	ctl_put(out, &n, max, "agent_move_misreports", d->st.agent_move_misreports);
 	ctl_put(out, &n, max, "evict_errors", d->st.evict_errors);
 	ctl_put(out, &n, max, "uffd_errors", d->st.uffd_errors);

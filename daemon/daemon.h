@@ -62,6 +62,8 @@ struct stats {
 	uint64_t evict_batches;	     /* cumulative */
 	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
 	uint64_t evict_local_batches; /* of which the agent ran on the app's CPU (agent_follow_app) */
+	uint64_t evict_move_first_batches; /* of which not write-protected: moved, then copied */
+	uint64_t evict_scratch_reads; /* pages read from the agent's scratch before it copied them */
 	uint64_t agent_move_misreports; /* cumulative: moves said failed that had moved the page */
 	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
 	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
@@ -167,6 +169,7 @@ struct batch {
 	struct uffd_msg *deferred; /* faults on the batch's pages, served at commit */
 	uint32_t ndeferred, deferred_cap;
 	uint64_t started_usec;
+	bool move_first; /* ZS_EVICT_MOVE_FIRST: not write-protected (evict.c) */
 	/* Once the agent is done (ZS_EVICT_DONE), the commit runs a slice of
 	 * pages per loop turn, faults served in between. */
 	int32_t *dropped;   /* per run: pages the agent dropped, or -errno; NULL until done */
@@ -311,6 +314,7 @@ int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
 int proc_page_present(pid_t pid, uint64_t addr);
+int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there */
 /* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);
 

@@ -3,23 +3,32 @@
  * evict.c - moving pages out of a process without losing a write (hazard 1).
  *
  * The daemon cannot drop a page of another process (process_madvise says
- * EINVAL to MADV_DONTNEED), and it must never read a page that may be
- * missing in a registered range (its own read would wait for a fault only it
- * can serve).  So eviction is a round trip with the agent thread inside the
- * target, and the write-protect bit is the lock that makes it atomic:
+ * EINVAL to MADV_DONTNEED, UFFDIO_MOVE works only inside the mm), and it
+ * must never read a page that may be missing in a registered range through
+ * process_vm_readv (its own read would wait for a fault only it can serve).
+ * So eviction is a round trip with the agent thread inside the target, made
+ * atomic against the app's writes by UFFDIO_MOVE where the agent has it:
  *
- *   1. pick present pages (vmscan), register their 2 MiB chunks (MISSING|WP)
- *      and UFFDIO_WRITEPROTECT them: from now on a writer waits in a WP
- *      fault, which we leave pending;
- *   2. ZS_EVICT: the agent copies the pages into the shared staging memfd
- *      with process_vm_readv (on itself: a vanished range is EFAULT, not
- *      SIGSEGV) and takes them out: UFFDIO_MOVE into its scratch area (one
- *      ioctl, no event), or MADV_DONTNEED on kernels without it;
+ *   1. pick present pages (vmscan), register their 2 MiB chunks (MISSING|WP);
+ *   2. ZS_EVICT with ZS_EVICT_MOVE_FIRST: the agent moves each run into its
+ *      scratch area (one ioctl a run, no event): a write of the app lands
+ *      before, in the page moved, or after, in a missing fault we hold; then
+ *      copies what it moved into the shared staging memfd, slot by slot
+ *      marked copied (ZS_STAGING_COPIED);
  *   3. ZS_EVICT_DONE: compress from staging into entries and index them, a
  *      slice of pages per loop turn (faults are served in between), put
- *      back the pages that were refused (UFFDIO_COPY from staging), lift the
- *      write-protection, which wakes the writers: they fault again on a
- *      missing page and are served the entry they just missed.
+ *      back the pages that were refused (UFFDIO_COPY from staging); the
+ *      faults held meanwhile are served the entries they missed.
+ *
+ * Its first batch, before the agent has a scratch area, and every batch on
+ * kernels without UFFDIO_MOVE (agent_move = no) is locked by the
+ * write-protect bit instead: we UFFDIO_WRITEPROTECT the runs, so a writer
+ * waits in a WP fault we leave pending; the agent copies them (with
+ * process_vm_readv on itself: a vanished range is EFAULT, not SIGSEGV),
+ * then drops them (UFFDIO_MOVE, or MADV_DONTNEED); the commit lifts the
+ * protection, which wakes the writers.  Each protect was a TLB flush per
+ * run, on top of the move's own: move-first halves them, and the daemon's
+ * loop no longer spends a turn write-protecting the next batch.
  *
  * Meanwhile the app may do anything, and every case is kept exact:
  *  - a read of a dropped page is a missing fault: it waits for the commit
@@ -36,7 +45,10 @@
  *    missing faults wait (a page its parent dropped has no entry yet);
  *  - a batch whose agent is stopped (a debugger) serves reads from staging
  *    and lets writes through after FAULT_THROTTLE_USEC, rather than wait
- *    on the agent forever (evict_note_writer).
+ *    on the agent forever (evict_note_writer);
+ *  - in a move-first batch, a page moved but not copied yet is read from
+ *    the agent's scratch where it is needed before the commit (the agent's
+ *    own fault on it, a stuck batch, an abort: evict_slot_page).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +147,37 @@ bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 {
 	return evict_in_flight(t, addr, ret_slot) && !t->batch->committed[*ret_slot];
+}
+
+static bool evict_slot_copied(const struct target *t, uint32_t slot)
+{
+	const volatile uint64_t *copied = ZS_STAGING_COPIED(t->staging, t->staging_pages);
+
+	return (__atomic_load_n(&copied[slot / 64], __ATOMIC_ACQUIRE) >> (slot % 64)) & 1;
+}
+
+/*
+ * The contents of slot's page before the commit: staging, or in a
+ * move-first batch, for a page the agent moved and has not copied yet, its
+ * scratch slot, read into buf.  The agent empties its scratch only once it
+ * has copied every page of the batch, so a scratch read that finds nothing
+ * (EIO, never a wait) means the copy is done: staging, after all.  NULL if
+ * the page is in neither: it was never moved (vetoed, or still to come), and
+ * is where the app has it.
+ */
+static const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf)
+{
+	const uint8_t *staged = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+	uint64_t scratch = 0;
+
+	if (!t->batch->move_first || evict_slot_copied(t, slot))
+		return staged;
+	if (target_scratch(t, &scratch) &&
+	    proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf) == 0) {
+		t->d->st.evict_scratch_reads++;
+		return buf;
+	}
+	return evict_slot_copied(t, slot) ? staged : NULL;
 }
 
 /*
@@ -351,16 +394,22 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 {
 	struct batch *b = t->batch;
+	uint8_t buf[ZS_PAGE_SIZE];
+	const uint8_t *page;
 	int r;
 
 	if (b->dead[slot]) {
 		r = uffd_zeropage(t, addr);
+	} else if (!(page = evict_slot_page(t, slot, buf))) {
+		/* Not moved (yet): a fault read late, the page is there; or on
+		 * its way into the scratch: the next try finds it. */
+		r = -EAGAIN;
 	} else {
 		/* EEXIST: the page is there, the agent has not taken it yet (a
 		 * fault read late): the agent and the commit go on with it as
 		 * usual.  Marking it restored would leave it out of the commit
 		 * once the agent has taken it: a page with no entry. */
-		r = fault_copy_page(t, addr, t->staging + ((size_t)slot << ZS_PAGE_SHIFT), false);
+		r = fault_copy_page(t, addr, page, false);
 		if (r == 0)
 			b->restored[slot] = 1;
 	}
@@ -427,6 +476,11 @@ void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot)
 {
 	struct batch *b = t->batch;
 
+	if (b->move_first) {
+		/* Not ours to hold: a lift of an earlier batch still pending. */
+		uffd_unprotect(t, addr, ZS_PAGE_SIZE);
+		return;
+	}
 	if (b->writer[slot] == BATCH_WRITER_LET_THROUGH) {
 		uffd_unprotect(t, addr, ZS_PAGE_SIZE); /* a fault read late: lifted already */
 		return;
@@ -537,6 +591,8 @@ void evict_serve_stuck(struct target *t)
  */
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot)
 {
+	if (t->batch->move_first)
+		return uffd_unprotect(t, addr, ZS_PAGE_SIZE); /* as in evict_note_writer */
 	/* Stored before the ioctl that wakes the agent, which then reads it. */
 	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
 			 __ATOMIC_SEQ_CST);
@@ -901,6 +957,7 @@ static int evict_send(struct target *t, struct batch *b)
 		return -ENOMEM;
 	msg->batch = b->id;
 	msg->nruns = b->nruns;
+	msg->flags = b->move_first ? ZS_EVICT_MOVE_FIRST : 0;
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		msg->runs[i].addr = b->runs[i].addr;
 		msg->runs[i].npages = b->runs[i].npages;
@@ -960,22 +1017,23 @@ int evict_start(struct target *t)
 		goto out;
 	b->id = ++t->d->next_batch_id;
 	b->started_usec = now_usec();
+	b->move_first = t->d->cfg.agent_move_first && target_scratch(t, NULL) != 0;
 
 	for (size_t i = 0; i < res.nruns; i++) {
 		uint64_t len = (uint64_t)runs[i].npages << ZS_PAGE_SHIFT;
 		uint32_t kept;
 
 		r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
-		if (r == 0)
+		if (r == 0 && !b->move_first)
 			r = evict_protect(t, runs[i].addr, len);
 		if (r == -ENOENT && t->nregistered) {
 			/* unregistered without an event we know of: register again */
 			t->nregistered = 0;
 			r = evict_register(t, runs[i].reg_start, runs[i].reg_end);
-			if (r == 0)
+			if (r == 0 && !b->move_first)
 				r = evict_protect(t, runs[i].addr, len);
 		}
-		if (r == 0) {
+		if (r == 0 && !b->move_first) {
 			evict_note_pending_lifts(t, b, runs[i].addr, runs[i].npages, slot);
 			uffd_unprotect_cancel(t, runs[i].addr, len);
 		}
@@ -993,7 +1051,7 @@ int evict_start(struct target *t)
 		 * protected and registered (a later discard is an event), keep it
 		 * up to its first page that is no longer evictable. */
 		kept = vmscan_evictable_prefix(t->pick->pagemap_fd, runs[i].addr, runs[i].npages);
-		if (kept < runs[i].npages)
+		if (kept < runs[i].npages && !b->move_first)
 			uffd_unprotect(t, runs[i].addr + ((uint64_t)kept << ZS_PAGE_SHIFT),
 				       (uint64_t)(runs[i].npages - kept) << ZS_PAGE_SHIFT);
 		for (uint32_t k = kept; k < runs[i].npages; k++)
@@ -1018,15 +1076,19 @@ int evict_start(struct target *t)
 	memset((void *)ZS_STAGING_VETO(t->staging, t->staging_pages), 0, t->staging_pages);
 	memset((void *)ZS_STAGING_DROPS(t->staging, t->staging_pages), 0,
 	       t->staging_pages * sizeof(uint16_t));
+	memset((void *)ZS_STAGING_COPIED(t->staging, t->staging_pages), 0,
+	       ZS_STAGING_MAX_SLOTS / 8);
 	t->batch = b;
 	r = evict_send(t, b);
 	if (r < 0) {
 		t->batch = NULL;
-		for (uint32_t i = 0; i < b->nruns; i++)
+		for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
 			uffd_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
 		goto out;
 	}
 	t->d->st.evict_batches++;
+	if (b->move_first)
+		t->d->st.evict_move_first_batches++;
 	if (log_get_level() >= LOG_LVL_DEBUG)
 		for (uint32_t i = 0; i < b->nruns; i++)
 			log_debug("pid %d: batch %llu run %#llx +%u", (int)t->pid,
@@ -1157,7 +1219,7 @@ static void evict_finish(struct target *t, struct batch *b)
 	evict_note_mismoves(t);
 	for (uint32_t f = 0; f < b->nforks; f++)
 		b->forks[f]->batch_parent = NULL;
-	for (uint32_t i = 0; i < b->nruns; i++)
+	for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
 		uffd_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
 	t->batch = NULL;
 	for (uint32_t i = 0; i < b->ndeferred && !t->dead; i++)
@@ -1199,6 +1261,15 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 	if (b->dead[slot] || (ZS_STAGING_VETO(t->staging, t->staging_pages)[slot] &&
 			      b->writer[slot] != BATCH_WRITER_LET_THROUGH))
 		return; /* discarded by the app (zeros), or never dropped */
+	if (b->move_first && !evict_slot_copied(t, slot)) {
+		/* The agent copies every page it moves and vetoes every other:
+		 * this one it did neither.  Its staging slot is stale; the page
+		 * is where the app has it, or was lost in the agent. */
+		t->d->st.evict_errors++;
+		log_error("pid %d: batch %llu: agent left %#llx neither copied nor vetoed", (int)t->pid,
+			  (unsigned long long)b->id, (unsigned long long)addr);
+		return;
+	}
 	r = b->remap_overflow ? -EOVERFLOW : evict_commit_page(t, b, addr, page);
 	if (r < 0) {
 		if (r == -E2BIG)
@@ -1292,10 +1363,12 @@ void evict_commit_all(struct daemon *d)
 
 /*
  * The agent went away with a batch in flight, so we do not know what it
- * dropped.  Whatever it dropped it had copied to staging first, so put every
- * page of the batch back from there: UFFDIO_COPY fails with EEXIST (and
- * changes nothing) where the page is still mapped.  Pages the app discarded
- * meanwhile stay discarded.  On a dead mm every copy fails with ESRCH.
+ * dropped.  Whatever it dropped it had copied to staging first, or in a
+ * move-first batch is in staging or its scratch (evict_slot_page), so put
+ * every page of the batch back from there: UFFDIO_COPY fails with EEXIST
+ * (and changes nothing) where the page is still mapped.  Pages the app
+ * discarded meanwhile stay discarded.  On a dead mm every copy fails with
+ * ESRCH, and the scratch reads find nothing.
  */
 void evict_abort(struct target *t)
 {
@@ -1317,10 +1390,14 @@ void evict_abort(struct target *t)
 		for (uint32_t k = 0; k < run->npages; k++) {
 			uint32_t slot = run->slot + k;
 			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
-			const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+			uint8_t buf[ZS_PAGE_SIZE];
+			const uint8_t *page;
 
 			if (b->dead[slot] || b->committed[slot])
 				continue; /* discarded, or the commit has dealt with it */
+			page = evict_slot_page(t, slot, buf);
+			if (!page)
+				continue; /* never moved: the app has it */
 			if (!t->dead)
 				evict_put_back(t, addr, page);
 			evict_put_back_children(b, addr, page);

@@ -147,6 +147,29 @@ int proc_page_present(pid_t pid, uint64_t addr)
 	return (pm >> 63) & 1; /* bit 63: present */
 }
 
+/*
+ * Through /proc/PID/mem, not process_vm_readv: its page lookup may not wait
+ * for a userfault (no FAULT_FLAG_ALLOW_RETRY), so a page missing in a
+ * registered range is EIO at once, where process_vm_readv would wait on a
+ * fault that only we can serve.
+ */
+int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, ZS_PAGE_SIZE, (off_t)addr);
+	close(fd);
+	if (n != (ssize_t)ZS_PAGE_SIZE)
+		return n < 0 ? -errno : -EIO;
+	return 0;
+}
+
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end)
 {
 	char path[64], *line = NULL;

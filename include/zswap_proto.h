@@ -34,19 +34,27 @@
  *
  * Eviction (daemon to agent, one batch in flight per process):
  *
- *   daemon    write-protects the pages of the batch (UFFDIO_WRITEPROTECT)
- *   daemon -> ZS_EVICT {batch, runs[]}
- *   agent     copies each run into its staging slots with process_vm_readv()
- *             on itself (a vanished range is EFAULT, never SIGSEGV), then
- *             drops the copied pages, except those whose veto byte is set
- *             (see ZS_STAGING_VETO): with UFFDIO_MOVE to its scratch area
- *             (ZS_STAGING_SCRATCH), vetoing any page the move refuses, then
- *             one MADV_DONTNEED of the scratch; or, on kernels without
- *             UFFDIO_MOVE, with MADV_DONTNEED of each run, in order, each
- *             range announced first (ZS_STAGING_DROPS).
- *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dropped or -errno}
+ *   daemon    once the agent has a scratch area (ZS_STAGING_SCRATCH):
+ *             nothing; before that: write-protects the pages of the batch
+ *             (UFFDIO_WRITEPROTECT)
+ *   daemon -> ZS_EVICT {batch, flags, runs[]}
+ *   agent     with ZS_EVICT_MOVE_FIRST: takes each run out with UFFDIO_MOVE
+ *             into its scratch area, which is atomic against the app's
+ *             writes, then copies what it moved into the staging slots
+ *             (process_vm_readv() on itself) and marks each slot copied
+ *             (ZS_STAGING_COPIED); a page the move refuses it vetoes.
+ *             Without it: copies each run into its staging slots
+ *             (process_vm_readv() on itself: a vanished range is EFAULT,
+ *             never SIGSEGV), then drops the copied pages, except those
+ *             whose veto byte is set (see ZS_STAGING_VETO): with UFFDIO_MOVE
+ *             to its scratch area, vetoing any page the move refuses; or, on
+ *             kernels without UFFDIO_MOVE, with MADV_DONTNEED of each run, in
+ *             order, each range announced first (ZS_STAGING_DROPS).  Either
+ *             way one MADV_DONTNEED of the scratch at the end.
+ *   agent  -> ZS_EVICT_DONE {batch, result[] = pages dealt with, or -errno}
  *   daemon    compresses from staging, commits entries, lifts the
- *             write-protection (which wakes any writer that waited).
+ *             write-protection if it set it (which wakes any writer that
+ *             waited).
  *
  *   daemon -> ZS_BYE     the daemon stopped after faulting every page back.
  *
@@ -68,7 +76,7 @@
 #define ZSWAP_SOCKET_ENV "ZSWAP_SOCKET"
 
 #define ZS_MAGIC 0x5a535750u /* "ZSWP" */
-#define ZS_VERSION 3 /* 3: the agent announces its MADV_DONTNEED drops (ZS_STAGING_DROPS) */
+#define ZS_VERSION 4 /* 4: batches the agent moves out before it copies (ZS_EVICT_MOVE_FIRST) */
 #define ZS_MSG_MAX 65536 /* whole datagram, header included */
 
 enum zs_type {
@@ -183,8 +191,21 @@ struct zs_uffd {
 #define ZS_REGISTER_CHUNK (2ull << 20)
 #define ZS_STAGING_DROPS(staging, pages) \
 	((volatile uint16_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + ZS_STAGING_MAX_SLOTS))
-_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS <= 4096 - 32,
-	       "veto bytes and drop words fit before the words at the end of the veto page");
+
+/*
+ * After the drop words, one bit per slot (ZS_STAGING_MAX_SLOTS bits): in a
+ * ZS_EVICT_MOVE_FIRST batch, set by the agent once the page it moved into
+ * its scratch slot is copied into the staging slot.  Until then the page's
+ * only copy is in the scratch, and a daemon that needs it before the
+ * commit (the agent's own fault on it, a stuck batch, an abort) reads it
+ * there, through /proc/PID/mem: a read of a page that is not there says EIO
+ * rather than wait on a fault only the daemon could serve.  The daemon
+ * clears the bits before every ZS_EVICT.
+ */
+#define ZS_STAGING_COPIED(staging, pages) \
+	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 3 * ZS_STAGING_MAX_SLOTS))
+_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 32,
+	       "veto bytes, drop words and copied bits fit before the words at the end of the veto page");
 
 /* ZS_READY flags */
 #define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */
@@ -216,10 +237,13 @@ struct zs_run {
 	uint32_t staging_slot; /* first staging page it is copied to */
 };
 
+/* ZS_EVICT flags */
+#define ZS_EVICT_MOVE_FIRST 0x1u /* not write-protected: move out, then copy from the scratch */
+
 struct zs_evict {
 	uint64_t batch;
 	uint32_t nruns;
-	uint32_t pad;
+	uint32_t flags;
 	struct zs_run runs[];
 };
 

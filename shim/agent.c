@@ -3,12 +3,18 @@
  * agent.c - the thread zswapd keeps inside each served process.
  *
  * It does the one thing the daemon cannot do from outside: drop pages of
- * this mm (process_madvise refuses MADV_DONTNEED on another process).  For
- * each ZS_EVICT it copies the runs, which zswapd has write-protected, into
- * the shared staging area and drops them, then answers ZS_EVICT_DONE.  The
- * copy uses process_vm_readv on ourselves, not memcpy: if the app unmapped a
- * run meanwhile, that is an EFAULT we report, not a SIGSEGV in someone
- * else's program.
+ * this mm (process_madvise refuses MADV_DONTNEED on another process, and
+ * UFFDIO_MOVE works only in the mm it moves in).  For each ZS_EVICT it
+ * takes the runs out and leaves their contents in the shared staging area,
+ * then answers ZS_EVICT_DONE.  Once it has a scratch area, zswapd sends
+ * ZS_EVICT_MOVE_FIRST batches: it moves each run into the scratch (atomic:
+ * a write of the app lands before the move, in the page moved, or after it,
+ * in a fault zswapd holds until the commit) and copies it from there; the
+ * first batch, and every batch on kernels without UFFDIO_MOVE, is
+ * write-protected by zswapd, and it copies, then drops.  Copies use
+ * process_vm_readv on ourselves, not memcpy: if the app unmapped a run
+ * meanwhile, that is an EFAULT we report, not a SIGSEGV in someone else's
+ * program; and nothing of libc's runs between a move and its copy.
  *
  * It blocks every signal (the app's handlers must not run on it), uses only
  * its own mapped stack and buffer (excluded from eviction), allocates
@@ -250,7 +256,40 @@ static bool agent_slot_filled(const struct agent *a, uint32_t slot)
  * one may have come in meanwhile (our own write to a page further on, from
  * something interposed) and a vetoed page moved anyway would be lost.
  */
-static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t slot)
+/*
+ * In a ZS_EVICT_MOVE_FIRST batch: copies the n pages just moved into the
+ * scratch slots from `slot` on into the same staging slots, and marks them
+ * copied.  Right after the move: until then the scratch holds their only
+ * copy.  A page it could not copy is vetoed, so that agent_unmove_vetoed()
+ * puts it back where it was.
+ */
+static void agent_copy_moved(struct agent *a, uint32_t slot, size_t n)
+{
+	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+	volatile uint64_t *copied = ZS_STAGING_COPIED(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct iovec local = { shim.staging + (size_t)slot * SHIM_PAGE, n * SHIM_PAGE };
+	struct iovec remote = { a->scratch + (size_t)slot * SHIM_PAGE, n * SHIM_PAGE };
+	long r = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
+	size_t done = r > 0 ? (size_t)r / SHIM_PAGE : 0;
+
+	for (size_t k = 0; k < n; k++) {
+		uint32_t s = slot + (uint32_t)k;
+
+		if (k < done)
+			__atomic_fetch_or(&copied[s / 64], 1ull << (s % 64), __ATOMIC_RELEASE);
+		else
+			veto[s] = 1;
+	}
+}
+
+/*
+ * A move-first batch moves without UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES: a hole
+ * (a page the app discarded) stops the move there (ENOENT), so that every
+ * page reported moved is in its scratch slot, and only those are copied.
+ * Neither kind wakes anyone at the scratch, where nobody waits.
+ */
+static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t slot,
+			 bool move_first)
 {
 	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct timespec ts = { 0, 20000 };
@@ -260,7 +299,8 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 			.dst = (uint64_t)(uintptr_t)a->scratch + (uint64_t)slot * SHIM_PAGE,
 			.src = addr,
 			.len = len,
-			.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
+			.mode = UFFDIO_MOVE_MODE_DONTWAKE |
+				(move_first ? 0 : UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES),
 		};
 		long r = syscall(SYS_ioctl, shim.uffd, UFFDIO_MOVE, &mv);
 		int err = r < 0 ? errno : 0;
@@ -268,11 +308,15 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 
 		a->scratch_moved += moved / SHIM_PAGE;
 		if (moved > 0) {
+			if (move_first)
+				agent_copy_moved(a, slot, moved / SHIM_PAGE);
 			agent_unmove_vetoed(a, addr, moved / SHIM_PAGE, slot);
 			return moved / SHIM_PAGE;
 		}
 		if (agent_slot_filled(a, slot)) {
 			/* Reported as not moved, but it is in our scratch slot: moved. */
+			if (move_first)
+				agent_copy_moved(a, slot, 1);
 			__atomic_fetch_add(ZS_STAGING_MISMOVES(shim.staging, shim.staging_len / SHIM_PAGE),
 					   1, __ATOMIC_RELAXED);
 			a->scratch_moved++;
@@ -298,7 +342,7 @@ static size_t agent_chunk_end(uint64_t addr, size_t i, size_t j)
 }
 
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
-static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
+static void agent_drop(struct agent *a, const struct zs_run *run, size_t end, bool move_first)
 {
 	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	size_t i = 0, j;
@@ -313,7 +357,7 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 			;
 		if (a->scratch) {
 			i += agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
-					run->staging_slot + (uint32_t)i);
+					run->staging_slot + (uint32_t)i, move_first);
 			continue;
 		}
 		/* One 2 MiB chunk at a time: zswapd registers memory in such
@@ -331,8 +375,12 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end)
 	}
 }
 
-/* Copies then drops one run; returns the pages copied (and dropped unless vetoed) or -errno. */
-static int32_t agent_evict_run(struct agent *a, const struct zs_run *run)
+/*
+ * Takes one run out.  Returns the pages dealt with: copied to staging and
+ * dropped unless vetoed (so: vetoed pages stay, and zswapd leaves them out
+ * of the commit), or -errno.
+ */
+static int32_t agent_evict_run(struct agent *a, const struct zs_run *run, bool move_first)
 {
 	size_t len = (size_t)run->npages * SHIM_PAGE;
 	struct iovec local, remote;
@@ -340,6 +388,12 @@ static int32_t agent_evict_run(struct agent *a, const struct zs_run *run)
 
 	if ((size_t)run->staging_slot * SHIM_PAGE + len > shim.staging_len)
 		return -EINVAL;
+	if (move_first) {
+		if (!a->scratch)
+			return -EINVAL; /* zswapd sends these only once we published one */
+		agent_drop(a, run, run->npages, true);
+		return (int32_t)run->npages;
+	}
 	local.iov_base = shim.staging + (size_t)run->staging_slot * SHIM_PAGE;
 	local.iov_len = len;
 	remote.iov_base = (void *)(uintptr_t)run->addr;
@@ -352,7 +406,7 @@ static int32_t agent_evict_run(struct agent *a, const struct zs_run *run)
 	 * holds an entry for a page that may still be mapped, which is
 	 * harmless, while the opposite would lose it. */
 	if (n > 0)
-		agent_drop(a, run, (size_t)n);
+		agent_drop(a, run, (size_t)n, false);
 	return (int32_t)n;
 }
 
@@ -421,7 +475,7 @@ static int agent_evict(struct agent *a, const struct zs_hdr *h)
 	a->scratch_moved = 0;
 	reply->done.flags = shim.follow && agent_follow_app(a) ? ZS_DONE_ON_APP_CPU : 0;
 	for (uint32_t i = 0; i < nruns; i++)
-		reply->result[i] = agent_evict_run(a, &ev->runs[i]);
+		reply->result[i] = agent_evict_run(a, &ev->runs[i], ev->flags & ZS_EVICT_MOVE_FIRST);
 	if (a->scratch_moved) {
 		agent_hold();
 		syscall(SYS_madvise, a->scratch, shim.staging_len, MADV_DONTNEED);

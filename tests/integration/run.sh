@@ -399,19 +399,31 @@ t_agent_stopped() {
 
 t_agent_stopped_writes() {
 	no_rss_under_tsan
-	# As agent_stopped, with half the accesses writes.  A write to a page of
-	# the stopped batch used to wait for its commit, i.e. for the agent: 0
-	# loads in 2 s, and a debugger (or LeakSanitizer's tracer, which writes
-	# chunk tags) that stopped the agent and then wrote to such a page hung.
-	# Once the batch is stuck the write is let through (stalled_writes): the
-	# page is vetoed, then unprotected, and the commit keeps whichever copy
-	# is the app's.  Every page is verified at the end.
-	local served before after
+	# As agent_stopped, with half the accesses writes.  In a move-first
+	# batch (the default) no write waits on the agent: a page not moved yet
+	# is the app's, one moved out is a missing fault, served from staging
+	# or the agent's scratch once the batch is stuck.  In a write-protected
+	# batch (agent_move_first = no) a write to a page of the stopped batch
+	# used to wait for its commit, i.e. for the agent: 0 loads in 2 s, and a
+	# debugger (or LeakSanitizer's tracer, which writes chunk tags) that
+	# stopped the agent and then wrote to such a page hung.  Once the batch
+	# is stuck the write is let through (stalled_writes): the page is
+	# vetoed, then unprotected, and the commit keeps whichever copy is the
+	# app's.  Every page is verified at the end, both times.
+	local served before after mf
+	mf=$(stat_of evict_move_first_batches)
+	served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
+	mf=$(($(stat_of evict_move_first_batches) - mf))
+	echo "result: agent stopped for 3 s, half the accesses writes, move-first ($mf such batches): $served pages loaded in 2 s of it; $(cat "$TMP/stopped_w.out")"
+	[ "$served" -ge 1000 ] && [ "$mf" -ge 1 ] || return 1
+	restart_with "agent_move_first = no"
 	before=$(stat_of stalled_writes)
 	served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
 	after=$(stat_of stalled_writes)
-	echo "result: agent stopped for 3 s, half the accesses writes: $served pages loaded in 2 s of it, $((after - before)) writes let through; $(cat "$TMP/stopped_w.out")"
-	[ "$served" -ge 1000 ] && [ $((after - before)) -ge 1 ]
+	echo "result: the same, write-protected batches: $served pages loaded in 2 s of it, $((after - before)) writes let through; $(cat "$TMP/stopped_w.out")"
+	[ "$served" -ge 1000 ] && [ $((after - before)) -ge 1 ] &&
+		[ "$(stat_of evict_move_first_batches)" = 0 ] || return 1
+	restart_with
 }
 
 t_poor_remembered() {
@@ -685,15 +697,53 @@ t_agent_dontneed() {
 
 t_agent_writes() {
 	# The agent writes to a page of its own batch right before moving it
-	# out (agentwrite.so, as a sanitizer or tracer would): the page must be
-	# vetoed, stay, and keep its bytes.  Also shows that the default
-	# configuration moves pages out: agentwrite writes only then.
+	# out (agentwrite.so, as a sanitizer or tracer would): in the process's
+	# first batch, write-protected, the page must be vetoed, stay, and keep
+	# its bytes; in a move-first one the write must come back with the
+	# page.  Also shows that the default configuration moves pages out:
+	# agentwrite writes only then.
 	LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32 2>"$TMP/aw.err"
 	cat "$TMP/aw.err"
 	local writes
-	writes=$(sed -n 's/^agentwrite: \([0-9]*\) pages.*/\1/p' "$TMP/aw.err")
+	writes=$(sed -n 's/^agentwrite: \([0-9]*\) pages.*before.*/\1/p' "$TMP/aw.err")
 	echo "result: agent_writes: $writes pages written by the agent mid-batch, all back intact"
 	[ "${writes:-0}" -gt 0 ]
+}
+
+t_agent_writes_after() {
+	# The agent writes right after each move out to the first page it
+	# moved (agentwrite.so with AGENTWRITE_AFTER): in a move-first batch
+	# that page is then only in its scratch, not copied to staging yet.
+	# The agent's fault must be served from the scratch (through
+	# /proc/PID/mem, evict_scratch_reads), not from a stale staging slot,
+	# and memtest's byte check sees any page served wrong.
+	local before after writes
+	before=$(stat_of evict_scratch_reads)
+	AGENTWRITE_AFTER=1 LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32 \
+		2>"$TMP/awa.err"
+	cat "$TMP/awa.err"
+	after=$(stat_of evict_scratch_reads)
+	writes=$(sed -n 's/^agentwrite: \([0-9]*\) pages.*after.*/\1/p' "$TMP/awa.err")
+	echo "result: agent_writes_after: $writes pages written by the agent right after its move, $((after - before)) read back from its scratch, all intact"
+	[ "${writes:-0}" -gt 0 ] && [ $((after - before)) -ge 1 ]
+}
+
+t_agent_wp() {
+	# The hazards again with every batch write-protected first
+	# (agent_move_first = no; the default moves, then copies, and only a
+	# process's first batch is protected).
+	restart_with "agent_move_first = no"
+	shimmed "$MEMTEST" threads
+	shimmed "$MEMTEST" churn
+	shimmed "$MEMTEST" fork
+	shimmed "$MEMTEST" fork_reclaim
+	shimmed "$MEMTEST" discard
+	shimmed "$MEMTEST" mremap_race
+	LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32
+	echo "result: agent_wp: $(stat_of evict_batches) batches, $(stat_of evict_move_first_batches) move-first"
+	[ "$(stat_of evict_batches)" -gt 100 ] && [ "$(stat_of evict_move_first_batches)" = 0 ] ||
+		return 1
+	restart_with
 }
 
 t_agent_misreport() {
@@ -1062,6 +1112,8 @@ run mremap t_mremap
 run mremap_race t_mremap_race
 run agent_dontneed t_agent_dontneed
 run agent_writes t_agent_writes
+run agent_writes_after t_agent_writes_after
+run agent_wp t_agent_wp
 run agent_misreport t_agent_misreport
 run agent_follow t_agent_follow
 run kernel_access t_kernel_access

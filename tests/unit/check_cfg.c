@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 19 /* fields of struct cfg, one key each */
+#define NKEYS 20 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -35,6 +35,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_int_eq(a->mlock, b->mlock);
 	ck_assert_int_eq(a->agent_move, b->agent_move);
 	ck_assert_int_eq(a->agent_follow_app, b->agent_follow_app);
+	ck_assert_int_eq(a->agent_move_first, b->agent_move_first);
 	ck_assert_str_eq(a->swap_file, b->swap_file);
 	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
 	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
@@ -57,6 +58,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "mlock = no\n"
 				      "agent_move = no\n"
 				      "agent_follow_app = no\n"
+				      "agent_move_first = no\n"
 				      "swap_file = /var/tmp/zswapd.swap\n"
 				      "swap_file_size = 1G\n"
 				      "readahead_pages = 0\n"
@@ -102,6 +104,7 @@ START_TEST(test_defaults)
 	ck_assert(c.mlock);
 	ck_assert(c.agent_move);
 	ck_assert(c.agent_follow_app);
+	ck_assert(c.agent_move_first);
 	ck_assert_str_eq(c.swap_file, "");
 	ck_assert_uint_eq(c.swap_file_size, 0);
 	ck_assert_uint_eq(c.readahead_pages, 8);
@@ -134,6 +137,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_int_ne(c.mlock, d.mlock);
 	ck_assert_int_ne(c.agent_move, d.agent_move);
 	ck_assert_int_ne(c.agent_follow_app, d.agent_follow_app);
+	ck_assert_int_ne(c.agent_move_first, d.agent_move_first);
 	ck_assert_str_ne(c.swap_file, d.swap_file);
 	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
 	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);

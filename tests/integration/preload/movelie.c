@@ -38,8 +38,8 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 	if (nr == SYS_ioctl && (unsigned long)a[1] == UFFDIO_MOVE) {
 		struct uffdio_move *mv = (struct uffdio_move *)a[2];
 
-		/* The agent's moves out allow holes; its moves back do not. */
-		if ((mv->mode & UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES) &&
+		/* The agent's moves out do not wake; its moves back do. */
+		if ((mv->mode & UFFDIO_MOVE_MODE_DONTWAKE) &&
 		    __atomic_add_fetch(&moves, 1, __ATOMIC_RELAXED) % MOVELIE_EVERY == 0) {
 			struct uffdio_move first = *mv;
 			long r;
