@@ -170,6 +170,7 @@ struct batch {
 	uint32_t ndeferred, deferred_cap;
 	uint64_t started_usec;
 	bool move_first; /* ZS_EVICT_MOVE_FIRST: not write-protected (evict.c) */
+	uint8_t **saved; /* per slot: a move-first page read from the scratch at a fork, or NULL */
 	/* Once the agent is done (ZS_EVICT_DONE), the commit runs a slice of
 	 * pages per loop turn, faults served in between. */
 	int32_t *dropped;   /* per run: pages the agent dropped, or -errno; NULL until done */
@@ -417,7 +418,7 @@ void evict_note_discard(struct target *t, uint64_t start, uint64_t end);
 int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len);
 void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
-int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot);
+int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool agent);
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
 void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot);
 /* In flight for FAULT_THROTTLE_USEC or more: its agent may be stopped. */

@@ -84,6 +84,9 @@ static void batch_free(struct batch *b)
 	free(b->dropped);
 	free(b->committed);
 	free(b->remaps);
+	for (uint32_t i = 0; b->saved && i < b->npages; i++)
+		free(b->saved[i]);
+	free(b->saved);
 	free(b);
 }
 
@@ -157,27 +160,45 @@ static bool evict_slot_copied(const struct target *t, uint32_t slot)
 }
 
 /*
+ * Reads slot's page from the agent's scratch into buf, if it is there.
+ * Through /proc/PID/mem, which is the pid's mm of the moment: it counts
+ * only if our target's mm is still alive after the read (an exec or an
+ * exit and a new process under the pid would give another mm's bytes).
+ */
+static bool evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
+{
+	uint64_t scratch = 0;
+
+	if (t->dead || !target_scratch(t, &scratch) ||
+	    proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf) < 0 ||
+	    !target_mm_alive(t))
+		return false;
+	t->d->st.evict_scratch_reads++;
+	return true;
+}
+
+/*
  * The contents of slot's page before the commit: staging, or in a
  * move-first batch, for a page the agent moved and has not copied yet, its
  * scratch slot, read into buf.  The agent empties its scratch only once it
  * has copied every page of the batch, so a scratch read that finds nothing
- * (EIO, never a wait) means the copy is done: staging, after all.  NULL if
- * the page is in neither: it was never moved (vetoed, or still to come), and
- * is where the app has it.
+ * (EIO, never a wait) means the copy is done: staging, after all; or that
+ * the process is gone, and then a copy taken at a fork is all its children
+ * have.  NULL if the page is in none: it was never moved (vetoed, or still
+ * to come), and is where the app has it.
  */
 static const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf)
 {
+	struct batch *b = t->batch;
 	const uint8_t *staged = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
-	uint64_t scratch = 0;
 
-	if (!t->batch->move_first || evict_slot_copied(t, slot))
+	if (!b->move_first || evict_slot_copied(t, slot))
 		return staged;
-	if (target_scratch(t, &scratch) &&
-	    proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf) == 0) {
-		t->d->st.evict_scratch_reads++;
+	if (evict_read_scratch(t, slot, buf))
 		return buf;
-	}
-	return evict_slot_copied(t, slot) ? staged : NULL;
+	if (evict_slot_copied(t, slot))
+		return staged;
+	return b->saved ? b->saved[slot] : NULL;
 }
 
 /*
@@ -363,12 +384,39 @@ out:
 	return r;
 }
 
+/*
+ * In a move-first batch, the pages moved out before the fork are missing in
+ * the child as in the parent, and until the agent has copied them their
+ * only copy is in the parent's scratch, which the child does not inherit
+ * (WIPEONFORK) and which goes if the parent exits: read them now, while
+ * the parent waits for us in fork().  A page moved after the fork was
+ * shared with the child, so the move refused it (EBUSY): no more come.
+ */
+static void evict_save_for_fork(struct target *t, struct batch *b)
+{
+	uint8_t buf[ZS_PAGE_SIZE];
+
+	for (uint32_t slot = 0; slot < b->npages; slot++) {
+		if (b->dead[slot] || evict_slot_copied(t, slot) || (b->saved && b->saved[slot]) ||
+		    !evict_read_scratch(t, slot, buf))
+			continue;
+		if (!b->saved && !(b->saved = calloc(b->npages, sizeof(*b->saved))))
+			break;
+		b->saved[slot] = malloc(ZS_PAGE_SIZE);
+		if (!b->saved[slot])
+			break;
+		memcpy(b->saved[slot], buf, ZS_PAGE_SIZE);
+	}
+}
+
 void evict_note_fork(struct target *t, struct target *child)
 {
 	struct batch *b = t->batch;
 
 	if (!b)
 		return;
+	if (b->move_first)
+		evict_save_for_fork(t, b);
 	if (b->nforks < BATCH_MAX_FORKS) {
 		b->forks[b->nforks++] = child;
 		child->batch_parent = t;
@@ -391,7 +439,7 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
  * put them back, and leave the page out of the commit.  A page the app
  * discarded meanwhile gets zeros, as the app was promised.
  */
-int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
+int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool agent)
 {
 	struct batch *b = t->batch;
 	uint8_t buf[ZS_PAGE_SIZE];
@@ -401,9 +449,12 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot)
 	if (b->dead[slot]) {
 		r = uffd_zeropage(t, addr);
 	} else if (!(page = evict_slot_page(t, slot, buf))) {
-		/* Not moved (yet): a fault read late, the page is there; or on
-		 * its way into the scratch: the next try finds it. */
-		r = -EAGAIN;
+		/* Never moved out.  The agent's own fault: the page is there (a
+		 * fault read late: EEXIST), or missing with no event to say so
+		 * (MADV_FREE reclaimed): what the app would get, and the agent
+		 * must not wait on itself.  An app thread's, in a stuck batch: it
+		 * may be on its way into the scratch, the next try finds it. */
+		r = agent ? uffd_zeropage(t, addr) : -EAGAIN;
 	} else {
 		/* EEXIST: the page is there, the agent has not taken it yet (a
 		 * fault read late): the agent and the commit go on with it as
@@ -572,7 +623,7 @@ void evict_serve_stuck(struct target *t)
 		if (evict_in_staging(t, addr, &slot) && b->writer[slot] == BATCH_WRITER_LET_THROUGH)
 			r = -EAGAIN; /* maybe in the agent's scratch with its write: the commit */
 		else if (evict_in_staging(t, addr, &slot))
-			r = evict_serve_agent_fault(t, addr, slot);
+			r = evict_serve_agent_fault(t, addr, slot, false);
 		else
 			r = fault_serve(t, &msgs[i]);
 		if (r == -EAGAIN && evict_defer_fault(t, &msgs[i]) < 0)
@@ -722,6 +773,13 @@ static int evict_read_vmas(struct target *t)
 		t->vmas_usec = now_usec();
 		return 0;
 	}
+	/* A mapping changed, and may have lost its registration without an
+	 * event we know of: register again.  A move-first batch would not
+	 * notice otherwise (UFFDIO_MOVE wants only its destination
+	 * registered), and a page moved out of an unregistered range reads
+	 * back as zeros, with no fault for us to serve. */
+	if (!t->maps || strcmp(t->maps, maps) != 0)
+		t->nregistered = 0;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
 	r = read_full_file(path, &smaps, NULL);
 	if (r < 0)

@@ -367,7 +367,7 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	}
 	if (evict_in_staging(t, addr, &slot)) {
 		if (ptid == t->agent_tid) {
-			if (evict_serve_agent_fault(t, addr, slot) == -EAGAIN &&
+			if (evict_serve_agent_fault(t, addr, slot, true) == -EAGAIN &&
 			    fault_queue_retry(t, msg) < 0)
 				uffd_wake(t, addr, ZS_PAGE_SIZE);
 			return;

@@ -109,20 +109,30 @@ int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb)
 	return proc_status_field(pid, key, ret_kb);
 }
 
-int proc_comm(pid_t pid, char *buf, size_t len)
+/* Up to len bytes of /proc/PID/<file> from off on: how many, or -errno. */
+static ssize_t proc_pread(pid_t pid, const char *file, void *buf, size_t len, off_t off)
 {
 	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
+	n = pread(fd, buf, len, off);
 	if (n < 0)
-		return -errno;
+		n = -errno;
+	close(fd);
+	return n;
+}
+
+int proc_comm(pid_t pid, char *buf, size_t len)
+{
+	ssize_t n = proc_pread(pid, "comm", buf, len - 1, 0);
+
+	if (n < 0)
+		return (int)n;
 	while (n > 0 && (buf[n - 1] == '\n'))
 		n--;
 	buf[n] = '\0';
@@ -131,19 +141,12 @@ int proc_comm(pid_t pid, char *buf, size_t len)
 
 int proc_page_present(pid_t pid, uint64_t addr)
 {
-	char path[64];
 	uint64_t pm;
-	ssize_t n;
-	int fd;
+	ssize_t n = proc_pread(pid, "pagemap", &pm, sizeof(pm),
+			       (off_t)((addr / ZS_PAGE_SIZE) * sizeof(pm)));
 
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, &pm, sizeof(pm), (off_t)((addr / ZS_PAGE_SIZE) * sizeof(pm)));
-	close(fd);
 	if (n != (ssize_t)sizeof(pm))
-		return n < 0 ? -errno : -EIO;
+		return n < 0 ? (int)n : -EIO;
 	return (pm >> 63) & 1; /* bit 63: present */
 }
 
@@ -155,18 +158,10 @@ int proc_page_present(pid_t pid, uint64_t addr)
  */
 int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf)
 {
-	char path[64];
-	ssize_t n;
-	int fd;
+	ssize_t n = proc_pread(pid, "mem", buf, ZS_PAGE_SIZE, (off_t)addr);
 
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, buf, ZS_PAGE_SIZE, (off_t)addr);
-	close(fd);
 	if (n != (ssize_t)ZS_PAGE_SIZE)
-		return n < 0 ? -errno : -EIO;
+		return n < 0 ? (int)n : -EIO;
 	return 0;
 }
 

@@ -259,27 +259,45 @@ static bool agent_slot_filled(const struct agent *a, uint32_t slot)
 /*
  * In a ZS_EVICT_MOVE_FIRST batch: copies the n pages just moved into the
  * scratch slots from `slot` on into the same staging slots, and marks them
- * copied.  Right after the move: until then the scratch holds their only
- * copy.  A page it could not copy is vetoed, so that agent_unmove_vetoed()
- * puts it back where it was.
+ * copied.  Right after the move (and the move back of any vetoed, which is
+ * not copied: its scratch slot is empty, or its page is the app's again):
+ * until then the scratch holds their only copy.  A page it could not copy
+ * is vetoed and moved back where it was.
  */
-static void agent_copy_moved(struct agent *a, uint32_t slot, size_t n)
+static void agent_copy_moved(struct agent *a, uint64_t addr, uint32_t slot, size_t n)
 {
 	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	volatile uint64_t *copied = ZS_STAGING_COPIED(shim.staging, shim.staging_len / SHIM_PAGE);
-	struct iovec local = { shim.staging + (size_t)slot * SHIM_PAGE, n * SHIM_PAGE };
-	struct iovec remote = { a->scratch + (size_t)slot * SHIM_PAGE, n * SHIM_PAGE };
-	long r = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
-	size_t done = r > 0 ? (size_t)r / SHIM_PAGE : 0;
+	bool failed = false;
 
-	for (size_t k = 0; k < n; k++) {
-		uint32_t s = slot + (uint32_t)k;
+	for (size_t i = 0, j; i < n; i = j) {
+		struct iovec local, remote;
+		size_t done;
+		long r;
 
-		if (k < done)
-			__atomic_fetch_or(&copied[s / 64], 1ull << (s % 64), __ATOMIC_RELEASE);
-		else
-			veto[s] = 1;
+		if (veto[slot + i]) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i; j < n && !veto[slot + j]; j++)
+			;
+		local = (struct iovec){ shim.staging + (size_t)(slot + i) * SHIM_PAGE, (j - i) * SHIM_PAGE };
+		remote = (struct iovec){ a->scratch + (size_t)(slot + i) * SHIM_PAGE, (j - i) * SHIM_PAGE };
+		r = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
+		done = r > 0 ? (size_t)r / SHIM_PAGE : 0;
+		for (size_t k = i; k < j; k++) {
+			uint32_t s = slot + (uint32_t)k;
+
+			if (k < i + done) {
+				__atomic_fetch_or(&copied[s / 64], 1ull << (s % 64), __ATOMIC_RELEASE);
+			} else {
+				veto[s] = 1;
+				failed = true;
+			}
+		}
 	}
+	if (failed)
+		agent_unmove_vetoed(a, addr, n, slot);
 }
 
 /*
@@ -308,19 +326,19 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 
 		a->scratch_moved += moved / SHIM_PAGE;
 		if (moved > 0) {
-			if (move_first)
-				agent_copy_moved(a, slot, moved / SHIM_PAGE);
 			agent_unmove_vetoed(a, addr, moved / SHIM_PAGE, slot);
+			if (move_first)
+				agent_copy_moved(a, addr, slot, moved / SHIM_PAGE);
 			return moved / SHIM_PAGE;
 		}
 		if (agent_slot_filled(a, slot)) {
 			/* Reported as not moved, but it is in our scratch slot: moved. */
-			if (move_first)
-				agent_copy_moved(a, slot, 1);
 			__atomic_fetch_add(ZS_STAGING_MISMOVES(shim.staging, shim.staging_len / SHIM_PAGE),
 					   1, __ATOMIC_RELAXED);
 			a->scratch_moved++;
 			agent_unmove_vetoed(a, addr, 1, slot);
+			if (move_first)
+				agent_copy_moved(a, addr, slot, 1);
 			return 1;
 		}
 		if (err == EAGAIN && tries + 1 < AGENT_MOVE_TRIES) {

@@ -28,6 +28,19 @@ PAGE = 4096
 MIB = 1024 * 1024
 
 
+def write_json(out, name, doc):
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def write_md(out, name, md):
+    """NAME.md in out, and the same on stdout."""
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+
+
 def read_kv(path, sep=None):
     """'name value' (or 'name<sep>value') lines -> {name: int or str}."""
     out = {}
@@ -484,9 +497,7 @@ def writeback_main(a, cases):
     }
     if a.kernel_skip:
         doc["kernel_cases_skipped"] = a.kernel_skip
-    with open(os.path.join(a.out, "writeback.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_json(a.out, "writeback", doc)
     md = [f"## Writeback: {a.size} MiB, budget B = {a.budget} MiB (resident + pool), "
           f"pool cap P = {a.pool_cap} MiB, {a.warmup:g} s warm-up + {a.seconds:g} s measured", "",
           wb_table(cases, a.budget), "",
@@ -495,9 +506,7 @@ def writeback_main(a, cases):
         md += [f"Kernel cases not run: {a.kernel_skip}.", ""]
     md += [notes, "", f"{a.host}; load average at start {a.load}; {a.date}.",
            f"Command: `{a.command}`", ""]
-    with open(os.path.join(a.out, "writeback.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+    write_md(a.out, "writeback", md)
     return 0
 
 
@@ -638,18 +647,14 @@ def workers_main(a):
            "params": {"job_mib": a.size, "budget_mib": a.budget, "accesses_per_job": a.accesses,
                       "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50},
            "notes": notes, "cases": cases}
-    with open(os.path.join(a.out, "workers.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_json(a.out, "workers", doc)
     err = workers_plot(cases, a.size, a.budget, os.path.join(a.out, "workers.png"))
     md = [f"## N concurrent jobs of {a.size} MiB under one {a.budget} MiB budget", "",
           workers_table(cases, a.size, a.budget), "", notes, "",
           f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
     if err:
         md += [f"(no workers.png: {err})", ""]
-    with open(os.path.join(a.out, "workers.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+    write_md(a.out, "workers", md)
     return 0
 
 
@@ -746,15 +751,11 @@ def redis_main(a):
            "params": {"budget_mib": a.budget, "keys": a.keys, "value_bytes": 1000, "gets": a.gets,
                       "sets": a.sets, "clients": 8},
            "notes": notes, "cases": cases}
-    with open(os.path.join(a.out, "redis.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_json(a.out, "redis", doc)
     md = [f"## redis-server, dataset about twice a {a.budget} MiB budget", "",
           redis_table(cases), "", notes, "",
           f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
-    with open(os.path.join(a.out, "redis.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+    write_md(a.out, "redis", md)
     return 0
 
 
@@ -849,14 +850,10 @@ def pairs_main(a, cases):
            "params": {"size_mib": a.size, "seconds": a.seconds, "warmup_s": a.warmup,
                       "pattern": "hotcold", "hot_pct": 20, "hot_access_pct": 80, "write_pct": 50},
            "notes": P_NOTES, "summary": summary, "cases": cases}
-    with open(os.path.join(a.out, "pairs.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_json(a.out, "pairs", doc)
     md += [P_NOTES, "", f"{a.host}; load average at start {a.load}; {a.date}.",
            f"Command: `{a.command}`", ""]
-    with open(os.path.join(a.out, "pairs.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+    write_md(a.out, "pairs", md)
     return 0
 
 
@@ -911,9 +908,7 @@ def main():
     }
     if a.kernel_skip:
         doc["kernel_cases_skipped"] = a.kernel_skip
-    with open(os.path.join(a.out, "compare.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_json(a.out, "compare", doc)
 
     err = plot(cases, a.size, os.path.join(a.out, "compare.png"))
     md = [f"## Side by side: {a.size} MiB, {a.warmup:g} s warm-up + {a.seconds:g} s measured", "",
@@ -924,9 +919,7 @@ def main():
            f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
     if err:
         md += [f"(no compare.png: {err})", ""]
-    with open(os.path.join(a.out, "compare.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+    write_md(a.out, "compare", md)
     return 0
 
 

@@ -654,6 +654,14 @@ t_pool_limit() {
 	start_daemon
 }
 
+# The memtest hazards, for the tests that run them again another way.
+memtest_hazards() {
+	local h
+	for h in threads churn fork fork_reclaim discard mremap_race; do
+		shimmed "$MEMTEST" "$h" || return 1
+	done
+}
+
 # restart_with LINES...: the daemon again, with these config lines added.
 restart_with() {
 	stop_daemon
@@ -668,12 +676,7 @@ t_agent_dontneed() {
 	# them out by UFFDIO_MOVE): each drop a REMOVE event it waits on.
 	[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
 	restart_with "agent_move = no"
-	shimmed "$MEMTEST" threads
-	shimmed "$MEMTEST" churn
-	shimmed "$MEMTEST" fork
-	shimmed "$MEMTEST" fork_reclaim
-	shimmed "$MEMTEST" discard
-	shimmed "$MEMTEST" mremap_race
+	memtest_hazards
 	# The app discards the first page of a range just before the agent
 	# drops it: two REMOVE events at one address (the agent announces its
 	# drops, ZS_STAGING_DROPS; a match by address alone lost the rest).
@@ -733,12 +736,7 @@ t_agent_wp() {
 	# (agent_move_first = no; the default moves, then copies, and only a
 	# process's first batch is protected).
 	restart_with "agent_move_first = no"
-	shimmed "$MEMTEST" threads
-	shimmed "$MEMTEST" churn
-	shimmed "$MEMTEST" fork
-	shimmed "$MEMTEST" fork_reclaim
-	shimmed "$MEMTEST" discard
-	shimmed "$MEMTEST" mremap_race
+	memtest_hazards
 	LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32
 	echo "result: agent_wp: $(stat_of evict_batches) batches, $(stat_of evict_move_first_batches) move-first"
 	[ "$(stat_of evict_batches)" -gt 100 ] && [ "$(stat_of evict_move_first_batches)" = 0 ] ||
