@@ -42,7 +42,11 @@
  *  - mremap moves pages in flight: the commit indexes them where they went;
  *  - fork while in flight: the child gets the committed entries too, and
  *    the pages put back (restored, refused, aborted); until the commit its
- *    missing faults wait (a page its parent dropped has no entry yet);
+ *    missing faults wait (a page its parent dropped has no entry yet); a
+ *    fork() waits for the agent's copy of what it just moved (the fork
+ *    gate, ZS_STAGING_FORK_GATE), so that no page is only in the parent's
+ *    scratch, which the child does not get; evict_save_for_fork() reads
+ *    any that are, for a fork that went around the gate (a raw syscall);
  *  - a batch whose agent is stopped (a debugger) serves reads from staging
  *    and lets writes through after FAULT_THROTTLE_USEC, rather than wait
  *    on the agent forever (evict_note_writer);
@@ -388,9 +392,12 @@ out:
  * In a move-first batch, the pages moved out before the fork are missing in
  * the child as in the parent, and until the agent has copied them their
  * only copy is in the parent's scratch, which the child does not inherit
- * (WIPEONFORK) and which goes if the parent exits: read them now, while
- * the parent waits for us in fork().  A page moved after the fork was
- * shared with the child, so the move refused it (EBUSY): no more come.
+ * (WIPEONFORK) and which goes if the parent exits.  The fork gate keeps
+ * fork() from meeting such a page; a fork that went around it (a raw
+ * system call, no atfork handler) may, and its pages are read now, if the
+ * parent is still there: the kernel let it go on when we read the event.
+ * A page moved after the fork was shared with the child, which keeps its
+ * own: the agent unshares the parent's first.
  */
 static void evict_save_for_fork(struct target *t, struct batch *b)
 {

@@ -170,6 +170,20 @@ struct zs_uffd {
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 32))
 
 /*
+ * Two words before the mismove counter: the fork gate.  In a move-first
+ * batch a page the agent moved and has not copied yet is only in its
+ * scratch area, which a forked child does not inherit (WIPEONFORK) and
+ * which goes with the parent if it exits right after the fork (a
+ * daemonizing double fork): the child would have nothing to read there.
+ * So fork() waits, in the shim's atfork prepare handler, while the agent is
+ * between a move and its copy, and the agent starts no move while a fork
+ * is under way.  [0]: app threads in fork(), [1]: 1 while the agent moves.
+ */
+#define ZS_STAGING_FORK_GATE(staging, pages) \
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 40))
+#define ZS_FORK_GATE_MAX_USEC 1000000 /* a fork waits at most this long (a stopped agent) */
+
+/*
  * A batch has at most ZS_STAGING_MAX_SLOTS slots (evict_batch_pages), so
  * the veto bytes take at most that much of their page; from there on, one
  * 16-bit word per slot: an agent that drops with MADV_DONTNEED writes, in
@@ -204,7 +218,7 @@ struct zs_uffd {
  */
 #define ZS_STAGING_COPIED(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 3 * ZS_STAGING_MAX_SLOTS))
-_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 32,
+_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 40,
 	       "veto bytes, drop words and copied bits fit before the words at the end of the veto page");
 
 /* ZS_READY flags */

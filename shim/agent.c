@@ -301,6 +301,25 @@ static void agent_copy_moved(struct agent *a, uint64_t addr, uint32_t slot, size
 }
 
 /*
+ * UFFDIO_MOVE refuses (EBUSY) an anonymous page not marked exclusive to
+ * this mm, and a page once shared with a forked child stays unmarked after
+ * the child has gone, until it is written: a read-mostly app after a fork
+ * (redis after BGSAVE) could no longer be evicted.  Pinning it for a read,
+ * as process_vm_readv does, unshares it: reused in place when we are its
+ * only user (vmscan picks no other), copied if not.  The copy-first order
+ * did that to every page by the way; a move-first batch does it to the
+ * page a move stopped at, into its staging slot, which the copy after the
+ * move overwrites.
+ */
+static void agent_unshare(uint64_t addr, uint32_t slot)
+{
+	struct iovec local = { shim.staging + (size_t)slot * SHIM_PAGE, SHIM_PAGE };
+	struct iovec remote = { (void *)(uintptr_t)addr, SHIM_PAGE };
+
+	syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
+}
+
+/*
  * A move-first batch moves without UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES: a hole
  * (a page the app discarded) stops the move there (ENOENT), so that every
  * page reported moved is in its scratch slot, and only those are copied.
@@ -311,6 +330,7 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 {
 	volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct timespec ts = { 0, 20000 };
+	bool unshared = false;
 
 	for (unsigned tries = 0;; tries++) {
 		struct uffdio_move mv = {
@@ -341,6 +361,11 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 				agent_copy_moved(a, addr, slot, 1);
 			return 1;
 		}
+		if (err == EBUSY && move_first && !unshared) {
+			agent_unshare(addr, slot);
+			unshared = true;
+			continue;
+		}
 		if (err == EAGAIN && tries + 1 < AGENT_MOVE_TRIES) {
 			syscall(SYS_nanosleep, &ts, NULL);
 			continue;
@@ -359,6 +384,33 @@ static size_t agent_chunk_end(uint64_t addr, size_t i, size_t j)
 	return last < j ? last : j;
 }
 
+/*
+ * The agent's side of the fork gate (ZS_STAGING_FORK_GATE): no move while a
+ * fork is under way, and none under way while it moves, until its copy.
+ * Both sides store, then look at the other's word (sequentially
+ * consistent): at least one of them sees the other.
+ */
+static void agent_gate_enter(void)
+{
+	volatile uint32_t *gate = ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
+	struct timespec ts = { 0, 20000 };
+
+	for (;;) {
+		while (__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST))
+			syscall(SYS_nanosleep, &ts, NULL);
+		__atomic_store_n(&gate[1], 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST))
+			return;
+		__atomic_store_n(&gate[1], 0, __ATOMIC_SEQ_CST);
+	}
+}
+
+static void agent_gate_leave(void)
+{
+	__atomic_store_n(&ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE)[1], 0,
+			 __ATOMIC_SEQ_CST);
+}
+
 /* Drops [first, end) pages of a run, leaving out those zswapd vetoed. */
 static void agent_drop(struct agent *a, const struct zs_run *run, size_t end, bool move_first)
 {
@@ -374,8 +426,12 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end, bo
 		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
 			;
 		if (a->scratch) {
+			if (move_first)
+				agent_gate_enter();
 			i += agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
 					run->staging_slot + (uint32_t)i, move_first);
+			if (move_first)
+				agent_gate_leave();
 			continue;
 		}
 		/* One 2 MiB chunk at a time: zswapd registers memory in such

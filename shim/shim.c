@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 
@@ -193,6 +194,42 @@ static int shim_register_child(void)
 	return r;
 }
 
+/*
+ * The app's side of the fork gate (ZS_STAGING_FORK_GATE): a fork waits
+ * while the agent is between a move and its copy, for at most
+ * ZS_FORK_GATE_MAX_USEC (an agent stopped by a debugger), and holds the
+ * agent's next move until it is done.  fork() only: vfork and
+ * posix_spawn share the mm, and copy no page.
+ */
+static volatile uint32_t *shim_fork_gate(void)
+{
+	if (shim.sock < 0 || !shim.staging)
+		return NULL;
+	return ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
+}
+
+static void shim_atfork_prepare(void)
+{
+	volatile uint32_t *gate = shim_fork_gate();
+	struct timespec ts = { 0, 20000 };
+
+	if (!gate)
+		return;
+	__atomic_fetch_add(&gate[0], 1, __ATOMIC_SEQ_CST);
+	for (unsigned waited = 0;
+	     __atomic_load_n(&gate[1], __ATOMIC_SEQ_CST) && waited < ZS_FORK_GATE_MAX_USEC; waited += 20)
+		nanosleep(&ts, NULL);
+}
+
+/* Also after a fork that failed.  Not in the child: the gate is the parent's. */
+static void shim_atfork_parent(void)
+{
+	volatile uint32_t *gate = shim_fork_gate();
+
+	if (gate)
+		__atomic_fetch_sub(&gate[0], 1, __ATOMIC_SEQ_CST);
+}
+
 static void shim_atfork_child(void)
 {
 	int r;
@@ -246,7 +283,7 @@ __attribute__((constructor)) static void shim_init(void)
 	r = shim_agent_start();
 	if (r < 0)
 		goto fail;
-	pthread_atfork(NULL, NULL, shim_atfork_child);
+	pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);
 	shim_log("registered with zswapd");
 	return;
 fail:

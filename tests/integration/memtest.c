@@ -464,6 +464,81 @@ static int t_fork_reclaim(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * A child forked while a batch is in flight, whose parent exits at once.
+ * Under agentslow.so the agent pauses after each move, before it copies:
+ * the fork meets pages moved out of the parent but not copied to staging,
+ * whose only copy is the parent's scratch area, gone with the parent.  The
+ * child must read every page right.  The child's verdict is its line on
+ * stdout ("N pages wrong"); the parent's exit status says nothing.
+ */
+static int t_fork_orphan(int argc, char **argv)
+{
+	size_t npages = (argc > 2 ? strtoul(argv[2], NULL, 10) : 16) * MIB / PAGE;
+	long evicted = 0;
+	pthread_t th;
+	pid_t pid;
+
+	fm_mem = map_anon(npages * PAGE);
+	fill(fm_mem, npages, 11);
+	/* A first batch, write-protected, sets the agent's scratch up: the
+	 * batches after it move first. */
+	CHECK(reclaim_self(64 * 1024) > 0, "nothing evicted");
+	verify(fm_mem, npages, 11, "parent");
+	if (failures)
+		return 1;
+	pthread_create(&th, NULL, fm_reclaimer, &evicted);
+	usleep(100000);
+	pid = fork();
+	if (pid == 0) {
+		uint8_t want[PAGE];
+		size_t wrong = 0;
+
+		for (size_t k = 0; k < npages; k++) {
+			size_t p = k * 7919 % npages;
+
+			fill_page(want, 11, p);
+			if (memcmp(fm_mem + p * PAGE, want, PAGE) && wrong++ < 3)
+				fprintf(stderr, "fork_orphan: child: page %zu wrong\n", p);
+		}
+		printf("fork_orphan: child: %zu pages wrong\n", wrong);
+		fflush(stdout);
+		_exit(wrong ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork failed");
+	_exit(failures ? 1 : 0); /* at once: the agent dies mid-batch */
+}
+
+/*
+ * Pages shared with a child that has exited are the parent's alone again,
+ * but not marked exclusive until written, and UFFDIO_MOVE refuses such a
+ * page (EBUSY): the agent must unshare it first, or a read-mostly parent
+ * (redis after BGSAVE) could never be evicted again.
+ */
+static int t_fork_exclusive(int argc, char **argv)
+{
+	size_t npages = (argc > 2 ? strtoul(argv[2], NULL, 10) : 16) * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	int status = 0;
+	long n;
+	pid_t pid;
+
+	fill(m, npages, 12);
+	pid = fork();
+	if (pid == 0) {
+		verify(m, npages, 12, "child");
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "child failed (status %#x)", status);
+	verify(m, npages, 12, "parent, its child gone"); /* reads only */
+	n = reclaim_self(npages * PAGE);
+	printf("fork_exclusive: %ld of %zu pages evicted after the child exited\n", n, npages);
+	CHECK(n >= (long)(npages / 2), "only %ld of %zu pages evicted", n, npages);
+	verify(m, npages, 12, "parent, evicted");
+	return failures ? 1 : 0;
+}
+
 static int t_fork(int argc, char **argv)
 {
 	size_t npages = 32 * MIB / PAGE;
@@ -1093,7 +1168,8 @@ int main(int argc, char **argv)
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
-		{ "fork_reclaim", t_fork_reclaim },
+		{ "fork_reclaim", t_fork_reclaim }, { "fork_orphan", t_fork_orphan },
+		{ "fork_exclusive", t_fork_exclusive },
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 	};

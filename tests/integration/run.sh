@@ -155,6 +155,7 @@ t_threads() { shimmed "$MEMTEST" threads; }
 t_churn() { shimmed "$MEMTEST" churn; }
 t_fork() { shimmed "$MEMTEST" fork; }
 t_fork_reclaim() { shimmed "$MEMTEST" fork_reclaim; }
+t_fork_exclusive() { shimmed "$MEMTEST" fork_exclusive; }
 t_discard() {
 	local inv0; inv0=$(stat_of invalidates)
 	shimmed "$MEMTEST" discard
@@ -698,6 +699,21 @@ t_agent_dontneed() {
 	start_daemon
 }
 
+t_fork_orphan() {
+	# A child forked mid-batch whose parent exits at once (memtest
+	# fork_orphan, a daemonizing double fork), the agent pausing 20 ms
+	# after each move, before its copy (agentslow.so).  A page moved out
+	# and not copied yet is only in the parent's scratch area, which the
+	# child does not inherit and which goes with the parent: the child read
+	# zeros there (229 pages wrong in one run) until fork() waited for the
+	# agent's copy (ZS_STAGING_FORK_GATE).
+	local out
+	out=$(LD_PRELOAD="$SHIM $B/tests/agentslow.so" "$MEMTEST" fork_orphan 16)
+	echo "$out"
+	echo "result: fork_orphan: $(sed -n 's/^fork_orphan: child: //p' <<<"$out")"
+	grep -qx 'fork_orphan: child: 0 pages wrong' <<<"$out"
+}
+
 t_agent_writes() {
 	# The agent writes to a page of its own batch right before moving it
 	# out (agentwrite.so, as a sanitizer or tracer would): in the process's
@@ -1105,12 +1121,14 @@ run threads t_threads
 run churn t_churn
 run fork t_fork
 run fork_reclaim t_fork_reclaim
+run fork_exclusive t_fork_exclusive
 run discard t_discard
 run mremap t_mremap
 run mremap_race t_mremap_race
 run agent_dontneed t_agent_dontneed
 run agent_writes t_agent_writes
 run agent_writes_after t_agent_writes_after
+run fork_orphan t_fork_orphan
 run agent_wp t_agent_wp
 run agent_misreport t_agent_misreport
 run agent_follow t_agent_follow
