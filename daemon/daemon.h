@@ -170,6 +170,7 @@ struct batch {
 	uint32_t ndeferred, deferred_cap;
 	uint64_t started_usec;
 	bool move_first; /* ZS_EVICT_MOVE_FIRST: not write-protected (evict.c) */
+	bool no_unshare; /* ZS_EVICT_NO_UNSHARE: a fork was under way as it was made */
 	uint8_t **saved; /* per slot: a move-first page read from the scratch at a fork, or NULL */
 	/* Once the agent is done (ZS_EVICT_DONE), the commit runs a slice of
 	 * pages per loop turn, faults served in between. */
@@ -315,6 +316,8 @@ int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
 int proc_page_present(pid_t pid, uint64_t addr);
+/* populated[i]: whether page addr + i pages is present or swapped (pagemap), for n pages. */
+int proc_pages_populated(pid_t pid, uint64_t addr, uint32_t n, uint8_t *populated);
 int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there */
 /* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);

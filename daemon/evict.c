@@ -164,21 +164,30 @@ static bool evict_slot_copied(const struct target *t, uint32_t slot)
 }
 
 /*
- * Reads slot's page from the agent's scratch into buf, if it is there.
- * Through /proc/PID/mem, which is the pid's mm of the moment: it counts
- * only if our target's mm is still alive after the read (an exec or an
- * exit and a new process under the pid would give another mm's bytes).
+ * Reads slot's page from the agent's scratch into buf.  Through
+ * /proc/PID/mem, which is the pid's mm of the moment: it counts only if our
+ * target's mm is still alive after the read (an exec or an exit and a new
+ * process under the pid would give another mm's bytes).  0, or -EIO: no
+ * page there; -ESRCH: the mm is gone; another -errno: we could not tell
+ * (out of file descriptors, of memory).
  */
-static bool evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
+static int evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
 {
 	uint64_t scratch = 0;
+	int r;
 
-	if (t->dead || !target_scratch(t, &scratch) ||
-	    proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf) < 0 ||
-	    !target_mm_alive(t))
-		return false;
-	t->d->st.evict_scratch_reads++;
-	return true;
+	if (t->dead)
+		return -ESRCH;
+	if (!target_scratch(t, &scratch))
+		return -EIO;
+	r = proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf);
+	if (r == -ENOENT)
+		r = -ESRCH; /* no such pid */
+	if (r == 0 && !target_mm_alive(t))
+		r = -ESRCH;
+	if (r == 0)
+		t->d->st.evict_scratch_reads++;
+	return r;
 }
 
 /*
@@ -188,21 +197,27 @@ static bool evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
  * has copied every page of the batch, so a scratch read that finds nothing
  * (EIO, never a wait) means the copy is done: staging, after all; or that
  * the process is gone, and then a copy taken at a fork is all its children
- * have.  NULL if the page is in none: it was never moved (vetoed, or still
- * to come), and is where the app has it.
+ * have.  NULL if the page is in none, with *ret_err -ENOENT: it was never
+ * moved (vetoed, or still to come), and is where the app has it; or
+ * -EAGAIN: the scratch could not be read, ask again.
  */
-static const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf)
+static const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf, int *ret_err)
 {
 	struct batch *b = t->batch;
 	const uint8_t *staged = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+	int r;
 
 	if (!b->move_first || evict_slot_copied(t, slot))
 		return staged;
-	if (evict_read_scratch(t, slot, buf))
+	r = evict_read_scratch(t, slot, buf);
+	if (r == 0)
 		return buf;
 	if (evict_slot_copied(t, slot))
 		return staged;
-	return b->saved ? b->saved[slot] : NULL;
+	if (b->saved && b->saved[slot])
+		return b->saved[slot];
+	*ret_err = r == -EIO || r == -ESRCH ? -ENOENT : -EAGAIN;
+	return NULL;
 }
 
 /*
@@ -401,11 +416,21 @@ out:
  */
 static void evict_save_for_fork(struct target *t, struct batch *b)
 {
-	uint8_t buf[ZS_PAGE_SIZE];
+	uint8_t buf[ZS_PAGE_SIZE], *in_scratch;
+	uint64_t scratch = 0;
 
+	/* One pagemap read says which slots hold a page: with the gate, as a
+	 * rule none that is not copied, and a fork must not cost a read of
+	 * every slot. */
+	in_scratch = calloc(b->npages, 1);
+	if (!in_scratch || !target_scratch(t, &scratch) ||
+	    proc_pages_populated(t->pid, scratch, b->npages, in_scratch) < 0) {
+		free(in_scratch);
+		return;
+	}
 	for (uint32_t slot = 0; slot < b->npages; slot++) {
-		if (b->dead[slot] || evict_slot_copied(t, slot) || (b->saved && b->saved[slot]) ||
-		    !evict_read_scratch(t, slot, buf))
+		if (!in_scratch[slot] || b->dead[slot] || evict_slot_copied(t, slot) ||
+		    (b->saved && b->saved[slot]) || evict_read_scratch(t, slot, buf) < 0)
 			continue;
 		if (!b->saved && !(b->saved = calloc(b->npages, sizeof(*b->saved))))
 			break;
@@ -414,6 +439,7 @@ static void evict_save_for_fork(struct target *t, struct batch *b)
 			break;
 		memcpy(b->saved[slot], buf, ZS_PAGE_SIZE);
 	}
+	free(in_scratch);
 }
 
 void evict_note_fork(struct target *t, struct target *child)
@@ -451,17 +477,18 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool
 	struct batch *b = t->batch;
 	uint8_t buf[ZS_PAGE_SIZE];
 	const uint8_t *page;
-	int r;
+	int r, err = 0;
 
 	if (b->dead[slot]) {
 		r = uffd_zeropage(t, addr);
-	} else if (!(page = evict_slot_page(t, slot, buf))) {
+	} else if (!(page = evict_slot_page(t, slot, buf, &err))) {
 		/* Never moved out.  The agent's own fault: the page is there (a
 		 * fault read late: EEXIST), or missing with no event to say so
 		 * (MADV_FREE reclaimed): what the app would get, and the agent
 		 * must not wait on itself.  An app thread's, in a stuck batch: it
-		 * may be on its way into the scratch, the next try finds it. */
-		r = agent ? uffd_zeropage(t, addr) : -EAGAIN;
+		 * may be on its way into the scratch, the next try finds it.  And
+		 * a scratch we could not read: the next try. */
+		r = agent && err == -ENOENT ? uffd_zeropage(t, addr) : -EAGAIN;
 	} else {
 		/* EEXIST: the page is there, the agent has not taken it yet (a
 		 * fault read late): the agent and the commit go on with it as
@@ -1022,7 +1049,7 @@ static int evict_send(struct target *t, struct batch *b)
 		return -ENOMEM;
 	msg->batch = b->id;
 	msg->nruns = b->nruns;
-	msg->flags = b->move_first ? ZS_EVICT_MOVE_FIRST : 0;
+	msg->flags = (b->move_first ? ZS_EVICT_MOVE_FIRST : 0) | (b->no_unshare ? ZS_EVICT_NO_UNSHARE : 0);
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		msg->runs[i].addr = b->runs[i].addr;
 		msg->runs[i].npages = b->runs[i].npages;
@@ -1083,6 +1110,16 @@ int evict_start(struct target *t)
 	b->id = ++t->d->next_batch_id;
 	b->started_usec = now_usec();
 	b->move_first = t->d->cfg.agent_move_first && target_scratch(t, NULL) != 0;
+	if (b->move_first) {
+		/* Before the check below that the pages are this process's
+		 * alone: a fork begun after it may share them (the agent then
+		 * unshares none), one under way may too. */
+		volatile uint32_t *gate = ZS_STAGING_FORK_GATE(t->staging, t->staging_pages);
+
+		__atomic_store_n(&gate[3], __atomic_load_n(&gate[2], __ATOMIC_SEQ_CST),
+				 __ATOMIC_SEQ_CST);
+		b->no_unshare = __atomic_load_n(&gate[0], __ATOMIC_SEQ_CST) != 0;
+	}
 
 	for (size_t i = 0; i < res.nruns; i++) {
 		uint64_t len = (uint64_t)runs[i].npages << ZS_PAGE_SHIFT;
@@ -1457,12 +1494,18 @@ void evict_abort(struct target *t)
 			uint64_t addr = batch_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 			uint8_t buf[ZS_PAGE_SIZE];
 			const uint8_t *page;
+			int err = 0;
 
 			if (b->dead[slot] || b->committed[slot])
 				continue; /* discarded, or the commit has dealt with it */
-			page = evict_slot_page(t, slot, buf);
-			if (!page)
-				continue; /* never moved: the app has it */
+			page = evict_slot_page(t, slot, buf, &err);
+			if (!page) {
+				if (err != -ENOENT) /* never moved: the app has it */
+					log_error("pid %d: batch %llu: cannot read %#llx back from the "
+						  "agent's scratch", (int)t->pid,
+						  (unsigned long long)b->id, (unsigned long long)addr);
+				continue;
+			}
 			if (!t->dead)
 				evict_put_back(t, addr, page);
 			evict_put_back_children(b, addr, page);

@@ -139,6 +139,24 @@ int proc_comm(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
+int proc_pages_populated(pid_t pid, uint64_t addr, uint32_t n, uint8_t *populated)
+{
+	uint64_t pm[512];
+
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < 512 ? n - done : 512;
+		ssize_t got = proc_pread(pid, "pagemap", pm, k * sizeof(pm[0]),
+					 (off_t)((addr / ZS_PAGE_SIZE + done) * sizeof(pm[0])));
+
+		if (got != (ssize_t)(k * sizeof(pm[0])))
+			return got < 0 ? (int)got : -EIO;
+		for (uint32_t i = 0; i < k; i++)
+			populated[done + i] = (pm[i] >> 62) != 0; /* bit 63: present, 62: swapped */
+		done += k;
+	}
+	return 0;
+}
+
 int proc_page_present(pid_t pid, uint64_t addr)
 {
 	uint64_t pm;

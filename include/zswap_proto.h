@@ -170,18 +170,24 @@ struct zs_uffd {
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 32))
 
 /*
- * Two words before the mismove counter: the fork gate.  In a move-first
+ * Four words before the mismove counter: the fork gate.  In a move-first
  * batch a page the agent moved and has not copied yet is only in its
  * scratch area, which a forked child does not inherit (WIPEONFORK) and
  * which goes with the parent if it exits right after the fork (a
  * daemonizing double fork): the child would have nothing to read there.
  * So fork() waits, in the shim's atfork prepare handler, while the agent is
  * between a move and its copy, and the agent starts no move while a fork
- * is under way.  [0]: app threads in fork(), [1]: 1 while the agent moves.
+ * is under way.  [0]: app threads in fork() (the shim's handlers);
+ * [1]: 1 while the agent moves; [2]: forks begun, ever (the shim);
+ * [3]: [2] as zswapd read it when it made the batch, before it checked
+ * that the batch's pages are this process's alone.  A page the move finds
+ * still marked shared may be unshared only if no fork began since then
+ * (and none was under way: ZS_EVICT_NO_UNSHARE): else a child forked during
+ * the batch shares it, and gets zswapd's entry for the page too.
  */
 #define ZS_STAGING_FORK_GATE(staging, pages) \
-	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 40))
-#define ZS_FORK_GATE_MAX_USEC 1000000 /* a fork waits at most this long (a stopped agent) */
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 48))
+#define ZS_FORK_GATE_MAX_USEC 1000000 /* either side waits at most this long (a stopped thread) */
 
 /*
  * A batch has at most ZS_STAGING_MAX_SLOTS slots (evict_batch_pages), so
@@ -218,7 +224,7 @@ struct zs_uffd {
  */
 #define ZS_STAGING_COPIED(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 3 * ZS_STAGING_MAX_SLOTS))
-_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 40,
+_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 48,
 	       "veto bytes, drop words and copied bits fit before the words at the end of the veto page");
 
 /* ZS_READY flags */
@@ -253,6 +259,7 @@ struct zs_run {
 
 /* ZS_EVICT flags */
 #define ZS_EVICT_MOVE_FIRST 0x1u /* not write-protected: move out, then copy from the scratch */
+#define ZS_EVICT_NO_UNSHARE 0x2u /* a fork was under way as the batch was made (ZS_STAGING_FORK_GATE) */
 
 struct zs_evict {
 	uint64_t batch;

@@ -72,6 +72,7 @@ static void agent_hold(void)
 struct agent {
 	uint8_t *scratch;
 	size_t scratch_moved; /* pages moved there in this batch */
+	bool may_unshare;     /* no fork was under way as zswapd made this batch */
 	bool scratch_tried;
 	cpu_set_t cpus_before; /* the CPUs it may run on outside batches */
 	bool pinned;	       /* to the app's CPU, for this batch */
@@ -305,16 +306,26 @@ static void agent_copy_moved(struct agent *a, uint64_t addr, uint32_t slot, size
  * this mm, and a page once shared with a forked child stays unmarked after
  * the child has gone, until it is written: a read-mostly app after a fork
  * (redis after BGSAVE) could no longer be evicted.  Pinning it for a read,
- * as process_vm_readv does, unshares it: reused in place when we are its
- * only user (vmscan picks no other), copied if not.  The copy-first order
- * did that to every page by the way; a move-first batch does it to the
- * page a move stopped at, into its staging slot, which the copy after the
- * move overwrites.
+ * as process_vm_readv does, unshares it, in place when we are its only
+ * user.  The copy-first order did that to every page by the way; a
+ * move-first batch does it to the rest of a run where a move stopped, into
+ * their staging slots, which the copy after the move overwrites; and only
+ * if no fork began since zswapd made the batch (a->may_unshare), when a
+ * page the pick found ours alone is so still.  Else a child forked meanwhile
+ * shares it, and would get zswapd's entry for the parent's copy as well.
  */
-static void agent_unshare(uint64_t addr, uint32_t slot)
+static bool agent_may_unshare(const struct agent *a)
 {
-	struct iovec local = { shim.staging + (size_t)slot * SHIM_PAGE, SHIM_PAGE };
-	struct iovec remote = { (void *)(uintptr_t)addr, SHIM_PAGE };
+	volatile uint32_t *gate = ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
+
+	return a->may_unshare &&
+	       __atomic_load_n(&gate[2], __ATOMIC_SEQ_CST) == __atomic_load_n(&gate[3], __ATOMIC_SEQ_CST);
+}
+
+static void agent_unshare(uint64_t addr, size_t len, uint32_t slot)
+{
+	struct iovec local = { shim.staging + (size_t)slot * SHIM_PAGE, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
 
 	syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
 }
@@ -361,8 +372,8 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 				agent_copy_moved(a, addr, slot, 1);
 			return 1;
 		}
-		if (err == EBUSY && move_first && !unshared) {
-			agent_unshare(addr, slot);
+		if (err == EBUSY && move_first && !unshared && agent_may_unshare(a)) {
+			agent_unshare(addr, len, slot);
 			unshared = true;
 			continue;
 		}
@@ -394,12 +405,17 @@ static void agent_gate_enter(void)
 {
 	volatile uint32_t *gate = ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
 	struct timespec ts = { 0, 20000 };
+	uint64_t start = shim_now_usec();
 
 	for (;;) {
-		while (__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST))
+		/* Bounded: a thread stopped in fork(), or one that left the
+		 * prepare handler by a longjmp, must not stop eviction for good. */
+		while (__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST) &&
+		       shim_now_usec() - start < ZS_FORK_GATE_MAX_USEC)
 			syscall(SYS_nanosleep, &ts, NULL);
 		__atomic_store_n(&gate[1], 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST))
+		if (!__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST) ||
+		    shim_now_usec() - start >= ZS_FORK_GATE_MAX_USEC)
 			return;
 		__atomic_store_n(&gate[1], 0, __ATOMIC_SEQ_CST);
 	}
@@ -426,12 +442,12 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end, bo
 		for (j = i; j < end && !veto[run->staging_slot + j]; j++)
 			;
 		if (a->scratch) {
-			if (move_first)
-				agent_gate_enter();
+			/* Every batch: one that copied first still has the moment
+			 * between a vetoed page's move and its move back. */
+			agent_gate_enter();
 			i += agent_move(a, run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
 					run->staging_slot + (uint32_t)i, move_first);
-			if (move_first)
-				agent_gate_leave();
+			agent_gate_leave();
 			continue;
 		}
 		/* One 2 MiB chunk at a time: zswapd registers memory in such
@@ -547,6 +563,7 @@ static int agent_evict(struct agent *a, const struct zs_hdr *h)
 	if (!a->scratch_tried && shim.move)
 		agent_scratch_setup(a); /* here: zswapd has set our uffd up by now */
 	a->scratch_moved = 0;
+	a->may_unshare = !(ev->flags & ZS_EVICT_NO_UNSHARE);
 	reply->done.flags = shim.follow && agent_follow_app(a) ? ZS_DONE_ON_APP_CPU : 0;
 	for (uint32_t i = 0; i < nruns; i++)
 		reply->result[i] = agent_evict_run(a, &ev->runs[i], ev->flags & ZS_EVICT_MOVE_FIRST);

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -208,17 +209,29 @@ static volatile uint32_t *shim_fork_gate(void)
 	return ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
 }
 
+uint64_t shim_now_usec(void)
+{
+	struct timespec ts = { 0, 0 };
+
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The sleep is a system call, not libc's nanosleep: no cancellation point. */
 static void shim_atfork_prepare(void)
 {
 	volatile uint32_t *gate = shim_fork_gate();
 	struct timespec ts = { 0, 20000 };
+	uint64_t start;
 
 	if (!gate)
 		return;
+	__atomic_fetch_add(&gate[2], 1, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&gate[0], 1, __ATOMIC_SEQ_CST);
-	for (unsigned waited = 0;
-	     __atomic_load_n(&gate[1], __ATOMIC_SEQ_CST) && waited < ZS_FORK_GATE_MAX_USEC; waited += 20)
-		nanosleep(&ts, NULL);
+	start = shim_now_usec();
+	while (__atomic_load_n(&gate[1], __ATOMIC_SEQ_CST) &&
+	       shim_now_usec() - start < ZS_FORK_GATE_MAX_USEC)
+		syscall(SYS_nanosleep, &ts, NULL);
 }
 
 /* Also after a fork that failed.  Not in the child: the gate is the parent's. */

@@ -34,5 +34,7 @@ extern struct shim shim;
 
 __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
 int shim_agent_start(void);
+/* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
+uint64_t shim_now_usec(void);
 
 #endif

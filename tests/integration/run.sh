@@ -155,7 +155,13 @@ t_threads() { shimmed "$MEMTEST" threads; }
 t_churn() { shimmed "$MEMTEST" churn; }
 t_fork() { shimmed "$MEMTEST" fork; }
 t_fork_reclaim() { shimmed "$MEMTEST" fork_reclaim; }
-t_fork_exclusive() { shimmed "$MEMTEST" fork_exclusive; }
+t_fork_exclusive() {
+	local mf
+	mf=$(stat_of evict_move_first_batches)
+	shimmed "$MEMTEST" fork_exclusive
+	[ "$(stat_of evict_move_first_batches)" != "$mf" ] ||
+		skip "no move-first batch (a kernel without UFFDIO_MOVE?): nothing to unshare"
+}
 t_discard() {
 	local inv0; inv0=$(stat_of invalidates)
 	shimmed "$MEMTEST" discard
@@ -707,11 +713,14 @@ t_fork_orphan() {
 	# child does not inherit and which goes with the parent: the child read
 	# zeros there (229 pages wrong in one run) until fork() waited for the
 	# agent's copy (ZS_STAGING_FORK_GATE).
-	local out
+	local out mf
+	mf=$(stat_of evict_move_first_batches)
 	out=$(LD_PRELOAD="$SHIM $B/tests/agentslow.so" "$MEMTEST" fork_orphan 16)
 	echo "$out"
 	echo "result: fork_orphan: $(sed -n 's/^fork_orphan: child: //p' <<<"$out")"
 	grep -qx 'fork_orphan: child: 0 pages wrong' <<<"$out"
+	[ "$(stat_of evict_move_first_batches)" != "$mf" ] ||
+		skip "no move-first batch (a kernel without UFFDIO_MOVE?): no gate to test"
 }
 
 t_agent_writes() {
