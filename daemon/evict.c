@@ -411,8 +411,9 @@ out:
  * fork() from meeting such a page; a fork that went around it (a raw
  * system call, no atfork handler) may, and its pages are read now, if the
  * parent is still there: the kernel let it go on when we read the event.
- * A page moved after the fork was shared with the child, which keeps its
- * own: the agent unshares the parent's first.
+ * A page the agent comes to after the fork is shared with the child: the
+ * move refuses it (EBUSY), and the agent, which unshares none once a fork
+ * began, leaves it.
  */
 static void evict_save_for_fork(struct target *t, struct batch *b)
 {
@@ -480,6 +481,12 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool
 	int r, err = 0;
 
 	if (b->dead[slot]) {
+		/* The app discarded it, and now it is the app's zero page, which
+		 * may be written at once: veto it first, so that the agent leaves
+		 * it, or moves it back (the commit skips a discarded page: one
+		 * taken out anyway would lose the write; test discard_stuck). */
+		__atomic_store_n(&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
+				 __ATOMIC_SEQ_CST);
 		r = uffd_zeropage(t, addr);
 	} else if (!(page = evict_slot_page(t, slot, buf, &err))) {
 		/* Never moved out.  The agent's own fault: the page is there (a

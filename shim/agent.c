@@ -248,16 +248,6 @@ static bool agent_slot_filled(const struct agent *a, uint32_t slot)
 }
 
 /*
- * Moves pages from addr on, up to len bytes, out of the app into the
- * scratch slots from `slot` on, and returns how many it dealt with: moved,
- * or vetoed because the kernel will not move it (shared with a forked
- * child, KSM, an mm that keeps changing; it stays, and zswapd leaves it out
- * of the commit, as if the agent had written to it).  It stops at the first
- * short move: the caller reads the vetoes again before the next one, since
- * one may have come in meanwhile (our own write to a page further on, from
- * something interposed) and a vetoed page moved anyway would be lost.
- */
-/*
  * In a ZS_EVICT_MOVE_FIRST batch: copies the n pages just moved into the
  * scratch slots from `slot` on into the same staging slots, and marks them
  * copied.  Right after the move (and the move back of any vetoed, which is
@@ -331,6 +321,15 @@ static void agent_unshare(uint64_t addr, size_t len, uint32_t slot)
 }
 
 /*
+ * Moves pages from addr on, up to len bytes, out of the app into the
+ * scratch slots from `slot` on, and returns how many it dealt with: moved,
+ * or vetoed because the kernel will not move it (shared with a forked
+ * child, KSM, an mm that keeps changing; it stays, and zswapd leaves it out
+ * of the commit, as if the agent had written to it).  It stops at the first
+ * short move: the caller reads the vetoes again before the next one, since
+ * one may have come in meanwhile (our own write to a page further on, from
+ * something interposed) and a vetoed page moved anyway would be lost.
+ *
  * A move-first batch moves without UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES: a hole
  * (a page the app discarded) stops the move there (ENOENT), so that every
  * page reported moved is in its scratch slot, and only those are copied.

@@ -589,6 +589,51 @@ static int t_fork(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Discard, then write, pages of batches in flight, under agentslow.so with
+ * a pause long enough that each batch is stuck (FAULT_THROTTLE_USEC): the
+ * write faults on the discarded page, which zswapd then fills with zeros
+ * for it at once rather than wait on the agent.  The agent may come to the
+ * page after that, and must leave it: the commit skips a discarded page,
+ * and one taken out anyway would lose the write.  Each page must read back
+ * as zeros with the last word written.
+ */
+static int t_discard_stuck(int argc, char **argv)
+{
+	size_t npages = (argc > 2 ? strtoul(argv[2], NULL, 10) : 8) * MIB / PAGE, bad = 0;
+	unsigned rounds = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 4;
+	long evicted = 0;
+	pthread_t th;
+
+	fm_mem = map_anon(npages * PAGE);
+	fill(fm_mem, npages, 13);
+	CHECK(reclaim_self(64 * 1024) > 0, "nothing evicted"); /* the scratch, for move-first */
+	pthread_create(&th, NULL, fm_reclaimer, &evicted);
+	for (unsigned r = 1; r <= rounds; r++) {
+		for (size_t k = 0; k < npages; k++) {
+			size_t p = k * 7919 % npages;
+			uint64_t *w = (uint64_t *)(fm_mem + p * PAGE);
+
+			madvise(w, PAGE, MADV_DONTNEED);
+			*w = ((uint64_t)r << 32) | p;
+		}
+	}
+	atomic_store(&fm_stop, true);
+	pthread_join(th, NULL);
+	for (size_t p = 0; p < npages; p++) {
+		uint64_t *w = (uint64_t *)(fm_mem + p * PAGE);
+
+		if ((*w != (((uint64_t)rounds << 32) | p) || !is_zero(fm_mem + p * PAGE + 8, PAGE - 8)) &&
+		    bad++ < 3)
+			fprintf(stderr, "discard_stuck: page %zu holds %#llx\n", p, (unsigned long long)*w);
+	}
+	printf("discard_stuck: %zu pages, %u rounds of discard then write, %ld pages evicted meanwhile, "
+	       "%zu wrong\n", npages, rounds, evicted, bad);
+	CHECK(!atomic_load(&fm_reclaim_failed), "a reclaim failed or got no answer");
+	CHECK(bad == 0, "%zu pages lost their last write", bad);
+	return failures ? 1 : 0;
+}
+
 static int t_discard(int argc, char **argv)
 {
 	size_t npages = 16 * MIB / PAGE;
@@ -1169,7 +1214,7 @@ int main(int argc, char **argv)
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
 		{ "fork_reclaim", t_fork_reclaim }, { "fork_orphan", t_fork_orphan },
-		{ "fork_exclusive", t_fork_exclusive },
+		{ "fork_exclusive", t_fork_exclusive }, { "discard_stuck", t_discard_stuck },
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 	};

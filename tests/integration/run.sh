@@ -705,6 +705,17 @@ t_agent_dontneed() {
 	start_daemon
 }
 
+t_discard_stuck() {
+	# Discard, then write, pages of eviction batches that are stuck (the
+	# agent pausing 30 ms after each move, agentslow.so): the write's fault
+	# on the discarded page is served at once with zeros, and the agent
+	# must not then take the page out, or the write is lost (memtest
+	# discard_stuck checks every page's last write).
+	local out
+	out=$(AGENTSLOW_USEC=30000 LD_PRELOAD="$SHIM $B/tests/agentslow.so" "$MEMTEST" discard_stuck 8 4)
+	echo "result: $out"
+}
+
 t_fork_orphan() {
 	# A child forked mid-batch whose parent exits at once (memtest
 	# fork_orphan, a daemonizing double fork), the agent pausing 20 ms
@@ -763,6 +774,7 @@ t_agent_wp() {
 	restart_with "agent_move_first = no"
 	memtest_hazards
 	LD_PRELOAD="$SHIM $B/tests/agentwrite.so" "$MEMTEST" basic 32 32
+	AGENTSLOW_USEC=30000 LD_PRELOAD="$SHIM $B/tests/agentslow.so" "$MEMTEST" discard_stuck 8 4
 	echo "result: agent_wp: $(stat_of evict_batches) batches, $(stat_of evict_move_first_batches) move-first"
 	[ "$(stat_of evict_batches)" -gt 100 ] && [ "$(stat_of evict_move_first_batches)" = 0 ] ||
 		return 1
@@ -1138,6 +1150,7 @@ run agent_dontneed t_agent_dontneed
 run agent_writes t_agent_writes
 run agent_writes_after t_agent_writes_after
 run fork_orphan t_fork_orphan
+run discard_stuck t_discard_stuck
 run agent_wp t_agent_wp
 run agent_misreport t_agent_misreport
 run agent_follow t_agent_follow
