@@ -802,14 +802,15 @@ static int evict_read_vmas(struct target *t)
 	char path[64], *maps = NULL, *smaps = NULL;
 	struct vma *vmas;
 	size_t nvmas;
+	bool same;
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
 	r = read_full_file(path, &maps, NULL);
 	if (r < 0)
 		return r;
-	if (t->vmas_usec && t->maps && strcmp(t->maps, maps) == 0 &&
-	    now_usec() - t->smaps_usec < EVICT_SMAPS_TTL_USEC) {
+	same = t->maps && strcmp(t->maps, maps) == 0;
+	if (t->vmas_usec && same && now_usec() - t->smaps_usec < EVICT_SMAPS_TTL_USEC) {
 		free(maps);
 		t->vmas_usec = now_usec();
 		return 0;
@@ -819,7 +820,7 @@ static int evict_read_vmas(struct target *t)
 	 * notice otherwise (UFFDIO_MOVE wants only its destination
 	 * registered), and a page moved out of an unregistered range reads
 	 * back as zeros, with no fault for us to serve. */
-	if (!t->maps || strcmp(t->maps, maps) != 0)
+	if (!same)
 		t->nregistered = 0;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
 	r = read_full_file(path, &smaps, NULL);

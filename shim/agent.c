@@ -403,18 +403,15 @@ static size_t agent_chunk_end(uint64_t addr, size_t i, size_t j)
 static void agent_gate_enter(void)
 {
 	volatile uint32_t *gate = ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
-	struct timespec ts = { 0, 20000 };
 	uint64_t start = shim_now_usec();
 
 	for (;;) {
 		/* Bounded: a thread stopped in fork(), or one that left the
 		 * prepare handler by a longjmp, must not stop eviction for good. */
-		while (__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST) &&
-		       shim_now_usec() - start < ZS_FORK_GATE_MAX_USEC)
-			syscall(SYS_nanosleep, &ts, NULL);
+		bool clear = shim_gate_wait(&gate[0], start);
+
 		__atomic_store_n(&gate[1], 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST) ||
-		    shim_now_usec() - start >= ZS_FORK_GATE_MAX_USEC)
+		if (!clear || !__atomic_load_n(&gate[0], __ATOMIC_SEQ_CST))
 			return;
 		__atomic_store_n(&gate[1], 0, __ATOMIC_SEQ_CST);
 	}

@@ -217,21 +217,32 @@ uint64_t shim_now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The sleep is a system call, not libc's nanosleep: no cancellation point. */
+/*
+ * Waits while *word is set, 20 us at a time, until ZS_FORK_GATE_MAX_USEC
+ * after start; false if it gave up.  The sleep is a system call, not
+ * libc's nanosleep: no cancellation point, nothing interposed.
+ */
+bool shim_gate_wait(const volatile uint32_t *word, uint64_t start)
+{
+	struct timespec ts = { 0, 20000 };
+
+	while (__atomic_load_n(word, __ATOMIC_SEQ_CST)) {
+		if (shim_now_usec() - start >= ZS_FORK_GATE_MAX_USEC)
+			return false;
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	return true;
+}
+
 static void shim_atfork_prepare(void)
 {
 	volatile uint32_t *gate = shim_fork_gate();
-	struct timespec ts = { 0, 20000 };
-	uint64_t start;
 
 	if (!gate)
 		return;
 	__atomic_fetch_add(&gate[2], 1, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&gate[0], 1, __ATOMIC_SEQ_CST);
-	start = shim_now_usec();
-	while (__atomic_load_n(&gate[1], __ATOMIC_SEQ_CST) &&
-	       shim_now_usec() - start < ZS_FORK_GATE_MAX_USEC)
-		syscall(SYS_nanosleep, &ts, NULL);
+	shim_gate_wait(&gate[1], shim_now_usec());
 }
 
 /* Also after a fork that failed.  Not in the child: the gate is the parent's. */

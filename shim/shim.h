@@ -36,5 +36,7 @@ __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
 int shim_agent_start(void);
 /* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
 uint64_t shim_now_usec(void);
+/* Waits while *word is set, for ZS_FORK_GATE_MAX_USEC from start at most; false if it gave up. */
+bool shim_gate_wait(const volatile uint32_t *word, uint64_t start);
 
 #endif

@@ -28,15 +28,8 @@
 
 #include "zswap_proto.h"
 
+#include "benchtime.h"
 #include "pagemix.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static long reclaim_self(uint64_t bytes)
 {
@@ -96,13 +89,6 @@ static long long stat_of(const char *name)
 	}
 	close(fd);
 	return v;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)

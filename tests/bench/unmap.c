@@ -41,6 +41,7 @@
 #include <linux/userfaultfd.h>
 
 #include "../../daemon/compat.h"
+#include "benchtime.h"
 
 #define PG 4096UL
 #define STRIDE 4      /* one page in four is taken out */
@@ -49,14 +50,6 @@
 static volatile int spin_stop;
 static volatile int reader_stop;
 static int uffd_events = -1; /* the uffd whose REMOVE events the reader drains */
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static void pin_to(int cpu)
 {
@@ -252,13 +245,6 @@ static double take_out(enum way w, size_t pages, uint32_t round)
 	if (dst)
 		munmap(dst, pages * PG);
 	return ok ? (t1 - t0) / (double)taken : -1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
