@@ -1104,6 +1104,30 @@ t_drain_on_stop() {
 	start_daemon
 }
 
+t_abort_scratch() {
+	# zswapd stops (SIGTERM) while a move-first batch is in flight and its
+	# agent is paused between a move and its copy (agentslow.so, 8 s): the
+	# drain gives up on the batch after 5 s and puts its pages back, those
+	# not copied yet read from the agent's scratch (a stale staging slot
+	# would give the process another page's bytes).  The process goes on
+	# touching its pages throughout, then verifies every byte.
+	local pid
+	AGENTSLOW_MOVE_FIRST=1 AGENTSLOW_USEC=8000000 LD_PRELOAD="$SHIM $B/tests/agentslow.so" \
+		"$MEMTEST" hold 16 >"$TMP/as.out" &
+	pid=$!
+	for _ in $(seq 400); do grep -q ready "$TMP/as.out" && break; sleep 0.05; done
+	"$CTL" reclaim "$pid" 256K >/dev/null # one batch, write-protected: it sets the scratch up
+	"$CTL" reclaim "$pid" 8M >/dev/null 2>&1 &
+	sleep 1
+	stop_daemon
+	grep -q "putting its batch back" "$TMP/daemon.log"
+	grep -q "every page is back" "$TMP/daemon.log"
+	kill -USR1 "$pid"
+	wait "$pid"
+	echo "result: abort_scratch: the batch put back, every byte verified"
+	start_daemon
+}
+
 t_daemon_killed() {
 	# zswapd dies holding pages: the process must not read zeros; it aborts, saying why.
 	LD_PRELOAD=$SHIM "$MEMTEST" evict-then-touch 16 >"$TMP/kill.out" 2>"$TMP/kill.err" &
@@ -1185,6 +1209,7 @@ run sd_notify t_sd_notify
 run socket_activation t_socket_activation
 run make_install t_make_install
 run drain_on_stop t_drain_on_stop
+run abort_scratch t_abort_scratch
 run daemon_killed t_daemon_killed
 
 if ! stop_daemon; then

@@ -5,10 +5,14 @@
  * of the app, before the agent copies them: in a move-first batch those
  * pages are then only in its scratch area for that long, and whatever the
  * app does meanwhile (memtest fork_orphan: fork, then exit) meets them
- * there.  It stands in for a preempted or stopped agent.
+ * there.  It stands in for a preempted or stopped agent.  With
+ * AGENTSLOW_MOVE_FIRST set it pauses only after the moves of move-first
+ * batches (those without UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES), so that a
+ * process's first batch, write-protected, goes at full speed.
  */
 #include <errno.h>
 #include <linux/userfaultfd.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -20,6 +24,7 @@
 #include "interpose.h"
 
 static long pause_usec = 20000;
+static bool move_first_only;
 
 __attribute__((constructor)) static void agentslow_init(void)
 {
@@ -27,6 +32,7 @@ __attribute__((constructor)) static void agentslow_init(void)
 
 	if (v)
 		pause_usec = strtol(v, NULL, 10);
+	move_first_only = getenv("AGENTSLOW_MOVE_FIRST") != NULL;
 }
 
 __attribute__((visibility("default"))) long syscall(long nr, ...)
@@ -40,7 +46,8 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 		/* The agent's moves out do not wake; its moves back do. */
 		struct timespec ts = { pause_usec / 1000000, pause_usec % 1000000 * 1000 };
 
-		if ((mv->mode & UFFDIO_MOVE_MODE_DONTWAKE) && (r == 0 || mv->move > 0)) {
+		if ((mv->mode & UFFDIO_MOVE_MODE_DONTWAKE) && (r == 0 || mv->move > 0) &&
+		    !(move_first_only && (mv->mode & UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES))) {
 			int saved = errno; /* the move's, which the agent reads */
 
 			real_syscall(SYS_nanosleep, &ts, NULL);
