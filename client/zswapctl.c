@@ -23,6 +23,7 @@
 
 #include "proto.h"
 #include "size.h"
+#include "zswap_stats.h"
 
 #define EXIT_USAGE 2
 
@@ -119,21 +120,25 @@ out:
 	return r;
 }
 
-/* Levels are gauges; everything else only grows. */
-static bool stat_is_gauge(const char *name)
-{
-	static const char *const gauges[] = { "stored_pages",	   "pool_total_size",
-					      "compressed_bytes",  "same_filled_pages",
-					      "pool_limit_bytes",  "targets",
-					      "metadata_bytes",	   "swap_used_bytes",
-					      "pool_packing_percent", "raw_pages",
-					      "stored_incompressible_pages",
-					      "pool_fragmented_bytes" };
+/* What zswap_stats.h says of a counter: its kind and help; NULL for one this
+ * zswapctl does not know (a newer daemon's), shown as a counter. */
+struct stat_info {
+	const char *name;
+	bool gauge;
+	const char *help;
+};
 
-	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
-		if (strcmp(name, gauges[i]) == 0)
-			return true;
-	return false;
+#define STAT_INFO(name, kind, source, help) { #name, STAT_KIND_##kind, help },
+#define STAT_KIND_GAUGE true
+#define STAT_KIND_COUNTER false
+static const struct stat_info stat_infos[] = { ZS_STATS(STAT_INFO) };
+
+static const struct stat_info *stat_info_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(stat_infos) / sizeof(stat_infos[0]); i++)
+		if (strcmp(name, stat_infos[i].name) == 0)
+			return &stat_infos[i];
+	return NULL;
 }
 
 static int cmd_stats(int argc, char **argv)
@@ -164,11 +169,14 @@ static int cmd_stats(int argc, char **argv)
 			break;
 		case PROM: {
 			/* node-exporter textfile format: counters end in _total */
-			bool gauge = stat_is_gauge(st[i].name);
+			const struct stat_info *info = stat_info_of(st[i].name);
+			bool gauge = info && info->gauge;
+			const char *suffix = gauge ? "" : "_total";
 
-			printf("# TYPE zswapd_%s%s %s\nzswapd_%s%s %llu\n", st[i].name,
-			       gauge ? "" : "_total", gauge ? "gauge" : "counter", st[i].name,
-			       gauge ? "" : "_total", v);
+			if (info)
+				printf("# HELP zswapd_%s%s %s\n", st[i].name, suffix, info->help);
+			printf("# TYPE zswapd_%s%s %s\nzswapd_%s%s %llu\n", st[i].name, suffix,
+			       gauge ? "gauge" : "counter", st[i].name, suffix, v);
 			break;
 		}
 		default:

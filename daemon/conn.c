@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,7 +69,7 @@ void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
 		c->w.fn = conn_ready;
 		len = sizeof(c->cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
-		    loop_add(d, &c->w, EPOLLIN) < 0) {
+		    watch_add(d->epfd, &c->w, EPOLLIN) < 0) {
 			close(fd);
 			free(c);
 			continue;
@@ -88,7 +87,7 @@ void conn_close(struct conn *c, const char *why)
 		return;
 	c->dead = true;
 	log_debug("connection of pid %d closed: %s", (int)c->cred.pid, why);
-	loop_del(c->d, &c->w);
+	watch_del(c->d->epfd, &c->w);
 	close(c->w.fd);
 	c->w.fd = -1;
 	for (struct target *o = c->d->targets; o; o = o->next)
@@ -174,7 +173,7 @@ static int conn_uffd(struct conn *c, const struct zs_hdr *h, int *fds, int nfds)
 
 	if (c->kind != CONN_SHIM || c->target || (c->hello_flags & ZS_HELLO_FORKED) || nfds != 1)
 		return -EBADMSG;
-	r = target_new(c->d, c, c->cred.pid, fds[0], u->beacon, &t);
+	r = target_new(c->d, c, c->cred.pid, fds[0], u->beacon, fault_uffd_ready, &t);
 	fds[0] = -1; /* target_new owns it now, success or not */
 	if (r < 0)
 		return r;
@@ -233,7 +232,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 
 static void conn_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
-	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, w));
+	struct conn *c = watch_owner(w, struct conn, w);
 	uint64_t buf[ZS_MSG_MAX / sizeof(uint64_t)];
 	int fds[PROTO_MAX_FDS], nfds;
 	ssize_t n;

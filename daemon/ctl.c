@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * ctl.c - what zswapctl can ask: stats, list, reclaim.
+ * ctl.c - what zswapctl can ask: stats (stats.c fills the reply), list,
+ * reclaim, limit, restore.
  *
- * Counters are named after kernel zswap's debugfs files where one exists
- * (stored_pages, pool_total_size, same_filled_pages, pool_limit_hit,
- * reject_compress_poor, reject_alloc_fail) so that dashboards built for one
- * read the other.  A request that fails gets ZS_ERROR with a sentence for
+ * A request that fails gets ZS_ERROR with a sentence for
  * the operator and the connection stays usable.
  */
 #include <errno.h>
@@ -16,92 +14,13 @@
 #include "daemon.h"
 #include "idx.h"
 #include "log.h"
-#include "pool.h"
 #include "proto.h"
-
-#define CTL_MAX_STATS 48
-
-static void ctl_put(struct zs_stat *out, size_t *n, size_t max, const char *name, uint64_t v)
-{
-	if (*n >= max)
-		return;
-	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name);
-	out[*n].value = v;
-	(*n)++;
-}
-
-void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t max)
-{
-	uint64_t targets = 0, targets_moving = 0, index_bytes = 0;
-	size_t n = 0;
-
-	for (struct target *t = d->targets; t; t = t->next) {
-		if (t->dead)
-			continue;
-		targets++;
-		/* An agent publishes its scratch area once it moves pages out. */
-		if (target_scratch(t, NULL))
-			targets_moving++;
-		index_bytes += idx_mem_bytes(t->idx);
-	}
-	ctl_put(out, &n, max, "stored_pages", d->st.stored_pages);
-	ctl_put(out, &n, max, "pool_total_size", pool_total_size(d->pool));
-	ctl_put(out, &n, max, "compressed_bytes", d->st.compressed_bytes);
-	/* How well the pool packs: compressed data / memory held, in percent. */
-	ctl_put(out, &n, max, "pool_packing_percent",
-		pool_total_size(d->pool) ? d->st.compressed_bytes * 100 / pool_total_size(d->pool) : 0);
-	ctl_put(out, &n, max, "same_filled_pages", d->st.same_filled_pages);
-	ctl_put(out, &n, max, "stored_incompressible_pages", d->st.stored_incompressible_pages);
-	ctl_put(out, &n, max, "pool_limit_bytes", d->pool_limit);
-	ctl_put(out, &n, max, "pool_limit_hit", d->st.pool_limit_hit);
-	ctl_put(out, &n, max, "written_back_pages", d->st.written_back_pages);
-	ctl_put(out, &n, max, "swap_used_bytes", wb_used_bytes(d));
-	ctl_put(out, &n, max, "swap_writes", d->st.swap_writes);
-	ctl_put(out, &n, max, "swap_write_bytes", d->st.swap_write_bytes);
-	ctl_put(out, &n, max, "swap_reads", d->st.swap_reads);
-	ctl_put(out, &n, max, "swap_read_bytes", d->st.swap_read_bytes);
-	ctl_put(out, &n, max, "writeback_errors", d->st.writeback_errors);
-	ctl_put(out, &n, max, "swap_read_errors", d->st.swap_read_errors);
-	ctl_put(out, &n, max, "readahead_pages", d->st.readahead_pages);
-	ctl_put(out, &n, max, "readahead_hits", d->st.readahead_hits);
-	ctl_put(out, &n, max, "reject_compress_poor", d->st.reject_compress_poor);
-	ctl_put(out, &n, max, "reject_alloc_fail", d->st.reject_alloc_fail);
-	ctl_put(out, &n, max, "stores", d->st.stores);
-	ctl_put(out, &n, max, "loads", d->st.loads);
-	ctl_put(out, &n, max, "invalidates", d->st.invalidates);
-	ctl_put(out, &n, max, "targets", targets);
-	ctl_put(out, &n, max, "targets_moving", targets_moving);
-	ctl_put(out, &n, max, "zero_fills", d->st.zero_fills);
-	ctl_put(out, &n, max, "faults_deferred", d->st.faults_deferred);
-	ctl_put(out, &n, max, "faults_throttled", d->st.faults_throttled);
-	ctl_put(out, &n, max, "stalled_writes", d->st.stalled_writes);
-	ctl_put(out, &n, max, "hot_skips", d->st.hot_skips);
-	ctl_put(out, &n, max, "poor_skips", d->st.poor_skips);
-	ctl_put(out, &n, max, "raw_pages", d->st.raw_pages);
-	ctl_put(out, &n, max, "compacted_bytes", d->st.compacted_bytes);
-	ctl_put(out, &n, max, "pool_fragmented_bytes", pool_fragmented_bytes(d->pool));
-	ctl_put(out, &n, max, "evict_batches", d->st.evict_batches);
-	ctl_put(out, &n, max, "evict_moved_batches", d->st.evict_moved_batches);
-	ctl_put(out, &n, max, "evict_local_batches", d->st.evict_local_batches);
-	ctl_put(out, &n, max, "evict_move_first_batches", d->st.evict_move_first_batches);
-	ctl_put(out, &n, max, "evict_scratch_reads", d->st.evict_scratch_reads);
-	ctl_put(out, &n, max, "agent_move_misreports", d->st.agent_move_misreports);
-	ctl_put(out, &n, max, "evict_errors", d->st.evict_errors);
-	ctl_put(out, &n, max, "uffd_errors", d->st.uffd_errors);
-	ctl_put(out, &n, max, "proto_errors", d->st.proto_errors);
-	ctl_put(out, &n, max, "denied", d->st.denied);
-	/* What the bookkeeping itself costs, so the savings can be judged honestly. */
-	ctl_put(out, &n, max, "metadata_bytes",
-		index_bytes + d->st.stored_pages * sizeof(struct entry));
-	*ret_n = n;
-}
 
 static int ctl_stats(struct conn *c, const struct zs_hdr *h)
 {
-	struct zs_stat st[CTL_MAX_STATS];
-	size_t n;
+	struct zs_stat st[STATS_COUNT];
+	size_t n = stats_fill(c->d, st, STATS_COUNT);
 
-	ctl_fill_stats(c->d, st, &n, CTL_MAX_STATS);
 	return proto_send(c->w.fd, ZS_STATS_REPLY, h->seq, st, n * sizeof(st[0]), NULL, 0);
 }
 

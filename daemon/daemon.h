@@ -14,6 +14,27 @@
  * Everything runs on one thread, in the loop of loop.c: no locks.  The loop
  * never blocks on a target: the only thing a target can make us wait for is
  * its agent's reply, and that arrives as an event like any other.
+ *
+ * Calls go one way, down this list (each file's prototypes are below, in
+ * the same order, lowest first):
+ *   loop, main          the turn: events, then each module's per-turn work,
+ *                       then the reaper
+ *   conn, ctl, stats    the control socket
+ *   drain, restore      stop; swapoff for one process
+ *   fault               the uffd reader: faults and events (invalidate)
+ *   reclaim             how much to evict, and when
+ *   evict               the store: a batch's start, commit and abort
+ *   evict_stall         a batch whose agent stalls; writes to a batch's pages
+ *   evict_pick, evict_flight   which pages; the app acting on pages in flight
+ *   load                the load: a fault served from the pool or the swap file
+ *   wb                  writeback: the swap file's I/O
+ *   target              one served mm: its index and its uffd
+ *   entry               stored pages, refcounts, the writeback LRU
+ *   uffd, watch, swapmap, pool, idx, comp, hot, loadlog, vmscan, proto, util
+ * A low object that finds something dead marks it (target->dead,
+ * conn->doomed); the reaper at the end of the turn (loop.c) cancels,
+ * aborts and frees, from the top down, so no handler frees what a caller
+ * below it still holds.
  */
 #ifndef ZSWAPD_DAEMON_H
 #define ZSWAPD_DAEMON_H
@@ -29,57 +50,22 @@
 #include "loadlog.h"
 #include "proto.h"
 #include "vmscan.h"
+#include "watch.h"
 #include "zswap_proto.h"
+#include "zswap_stats.h"
 
 struct daemon;
 
-/* Something the loop watches: fn runs when fd reports events. */
-struct watch {
-	int fd;
-	void (*fn)(struct daemon *d, struct watch *w, uint32_t events);
-};
-
 /*
- * Global counters.  Names are zswap's (Documentation/admin-guide/mm/zswap.rst
- * and /sys/kernel/debug/zswap) where one exists; stats.c turns them into the
- * stats reply.  "cumulative" ones only grow; the others are levels.
+ * Global counters, declared once in zswap_stats.h: each FIELD there is a
+ * uint64_t here, kept by whoever counts it (the help text there says what
+ * it counts); stats.c turns them, and the DERIVED ones, into the reply.
  */
+#define STATS_MEMBER_FIELD(name) uint64_t name;
+#define STATS_MEMBER_DERIVED(name)
+#define STATS_MEMBER(name, kind, source, help) STATS_MEMBER_##source(name)
 struct stats {
-	uint64_t stored_pages;	     /* level: entries alive (shared ones once) */
-	uint64_t same_filled_pages;  /* level: of those, stored as one word */
-	uint64_t stored_incompressible_pages; /* level: of those, stored as they are (store_incompressible) */
-	uint64_t compressed_bytes;   /* level: bytes of compressed data in the pool */
-	uint64_t stores;	     /* cumulative: pages evicted into the pool */
-	uint64_t loads;		     /* cumulative: pages faulted back */
-	uint64_t invalidates;	     /* cumulative: entries dropped because the app discarded the memory */
-	uint64_t reject_compress_poor; /* cumulative: compressed worse than max_compressed_percent */
-	uint64_t reject_alloc_fail;  /* cumulative: the pool could not get memory */
-	uint64_t pool_limit_hit;     /* cumulative: the pool was at its limit */
-	uint64_t zero_fills;	     /* cumulative: faults on never-evicted pages in registered chunks */
-	uint64_t faults_deferred;    /* cumulative: faults that waited for an eviction batch */
-	uint64_t faults_throttled;   /* cumulative: of those, waiting because over the limit */
-	uint64_t stalled_writes;     /* cumulative: writes let through a batch whose agent stalled */
-	uint64_t evict_batches;	     /* cumulative */
-	uint64_t evict_moved_batches; /* of which the agent moved pages out (agent_move) */
-	uint64_t evict_local_batches; /* of which the agent ran on the app's CPU (agent_follow_app) */
-	uint64_t evict_move_first_batches; /* of which not write-protected: moved, then copied */
-	uint64_t evict_scratch_reads; /* pages read from the agent's scratch before it copied them */
-	uint64_t agent_move_misreports; /* cumulative: moves said failed that had moved the page */
-	uint64_t evict_errors;	     /* cumulative: batches or runs the agent could not do */
-	uint64_t uffd_errors;	     /* cumulative: uffd ioctls that failed unexpectedly */
-	uint64_t proto_errors;	     /* cumulative: malformed messages, connections dropped */
-	uint64_t denied;	     /* cumulative: requests refused by access control */
-	uint64_t written_back_pages; /* cumulative: entries moved to the swap file */
-	uint64_t swap_writes, swap_write_bytes; /* cumulative */
-	uint64_t swap_reads, swap_read_bytes;	/* cumulative */
-	uint64_t writeback_errors;   /* cumulative: writes that failed or found the file full */
-	uint64_t swap_read_errors;   /* cumulative: pages lost to a failed read (poisoned) */
-	uint64_t readahead_pages;    /* cumulative: pages read back ahead of a fault */
-	uint64_t readahead_hits;     /* cumulative: of those, faulted on while in the pool */
-	uint64_t hot_skips;	     /* cumulative: resident pages left alone because they came back lately */
-	uint64_t poor_skips;	     /* cumulative: pages not tried again because they compressed poorly */
-	uint64_t raw_pages;	     /* level: refused pages we could not put back at once, kept raw */
-	uint64_t compacted_bytes;    /* cumulative: pool memory given back by compaction */
+	ZS_STATS(STATS_MEMBER)
 };
 
 enum entry_kind {
@@ -133,6 +119,7 @@ struct conn {
 	enum conn_kind kind;
 	uint32_t hello_flags;
 	struct target *target; /* CONN_SHIM, once registered */
+	const char *doomed;    /* a lower module wants it closed, and why: the reaper closes it */
 	bool dead;	       /* closed: freed at the end of this loop turn */
 };
 
@@ -207,6 +194,9 @@ struct reclaim {
 	uint32_t seq;
 	uint64_t want_pages;
 	bool wrapped;
+	/* The target's commit tallies when it began: the reply is what they
+	 * grew by since (reclaim_tally), so a batch never holds this pointer. */
+	uint64_t stores_at_start, stored_bytes_at_start, refused_at_start;
 	struct zs_reclaim_reply reply;
 };
 
@@ -275,6 +265,8 @@ struct target {
 	bool drained;	      /* stop: every page is back and registrations are gone */
 	/* per-target figures for `zswapctl list` */
 	uint64_t stores, loads, invalidates, compressed_bytes;
+	/* what its commits did, cumulative: bytes stored, pages refused */
+	uint64_t stored_bytes, refused;
 };
 
 struct daemon {
@@ -288,7 +280,8 @@ struct daemon {
 	struct comp *comp;
 	struct pool *pool;
 	struct wb *wb;	/* the writeback tier, NULL if none */
-	struct entry_lru lru[ENTRY_LRU_N]; /* pool entries by kind, oldest stored first (wb.c) */
+	struct swapmap *swapmap; /* its blocks in use (wb.c makes it), NULL if none */
+	struct entry_lru lru[ENTRY_LRU_N]; /* pool entries by kind, oldest stored first (entry.c) */
 	uint64_t pool_limit;	/* bytes */
 	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
 	uint8_t *page_buf;	/* one page of scratch for loads */
@@ -309,6 +302,14 @@ struct daemon {
 	int exit_code;
 };
 
+
+/*
+ * Longest a fault waits on an eviction batch, for being over its limit or
+ * for the batch's pages; a batch in flight that long may have a stopped
+ * agent (a debugger, LeakSanitizer's exit check) and is "stuck".
+ */
+#define FAULT_THROTTLE_USEC 10000
+
 /* util.c */
 uint64_t now_usec(void);
 int read_full_file(const char *path, char **ret_buf, size_t *ret_len);
@@ -322,13 +323,7 @@ int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there 
 /* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);
 
-/* loop.c */
-int loop_add(struct daemon *d, struct watch *w, uint32_t events);
-void loop_del(struct daemon *d, struct watch *w);
-/* Runs until the daemon has stopped; returns the exit code. Never returns otherwise. */
-int loop_run(struct daemon *d);
-
-/* entry.c: store / load / put, and the counters that go with them. */
+/* entry.c: store / load / put, the counters that go with them, the writeback LRU. */
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
@@ -347,20 +342,24 @@ static inline void entry_get(struct entry *e)
 }
 void entry_put(struct daemon *d, struct entry *e);
 bool entry_is_zero(const struct entry *e);
-
-/* conn.c */
-void conn_accept(struct daemon *d, struct watch *w, uint32_t events);
-void conn_close(struct conn *c, const char *why);
-void conn_reap(struct daemon *d);
+/* The writeback LRU an IN_POOL COMP entry is on; oldest: at the head (it goes first). */
+void entry_lru_add(struct daemon *d, struct entry *e, bool oldest);
+void entry_lru_del(struct daemon *d, struct entry *e);
+/* The list writeback takes from next: pages stored as they are first, then the rest. */
+struct entry_lru *entry_lru_next(struct daemon *d);
 
 /* target.c */
 int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t beacon,
+	       void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
 	       struct target **ret_target);
+/* The child of a fork, with every entry of the parent shared; its uffd is served as the parent's. */
 int target_new_child(struct target *parent, int uffd, struct target **ret_child);
 int target_set_pid(struct target *t, pid_t pid);
 int target_adopt(struct target *t, struct conn *c);
+/* Marks it dead (it says why, once); the reaper cancels what it had going and frees it. */
 void target_kill(struct target *t, const char *why);
-void target_reap(struct daemon *d);
+/* Frees what the target itself holds; the reaper calls it once nothing names t. */
+void target_free(struct target *t);
 struct target *target_by_pid(struct daemon *d, pid_t pid);
 bool target_mm_alive(struct target *t);
 uint64_t target_evicted_pages(const struct target *t);
@@ -369,64 +368,102 @@ uint64_t target_scratch(const struct target *t, uint64_t *ret_start);
 /* Index helpers that keep the counters right. */
 void target_invalidate(struct target *t, uint64_t start, uint64_t end);
 int target_insert(struct target *t, uint64_t addr, struct entry *e);
+/* Page addr, whose entry is e, is back in the process: the entry goes, counted as a load. */
+void target_page_loaded(struct target *t, uint64_t addr, struct entry *e);
+/* Registers [start, end) (MISSING|WP) unless it is registered since the layout last changed. */
+int target_register(struct target *t, uint64_t start, uint64_t end);
+/* r from UFFDIO_COPY/ZEROPAGE at addr, with an EEXIST that pagemap denies turned into -EAGAIN. */
+int target_fill_checked(struct target *t, uint64_t addr, int r);
+/* Lifts write-protection; one the mm refuses for now (EAGAIN) is lifted again from the loop. */
+int target_unprotect(struct target *t, uint64_t addr, uint64_t len);
+int target_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
+void target_unprotect_retry(struct target *t);
+/* Whether a limit, the operator's or the default, applies to t. */
+bool target_limited(const struct target *t);
+void target_note_refault(struct target *t, uint64_t addr, const struct entry *e);
+void target_note_poor(struct target *t, uint64_t addr);
+uint64_t target_hot_pages(const struct target *t);
+uint64_t target_hot_window_ms(const struct target *t);
+#define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
+#define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
 
 /* wb.c */
 struct wb_io;
 int wb_open(struct daemon *d);
 void wb_close(struct daemon *d);
 void wb_run(struct daemon *d);
-int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e);
+/* Starts the read a fault at addr on on-disk entry e needs; the fault is answered when it lands. */
+int wb_read(struct target *t, uint64_t addr, struct entry *e);
 void wb_readahead(struct target *t, uint64_t addr);
 /* Room in the queue for a read beside the writes the writeback keeps going. */
 bool wb_read_room(const struct daemon *d);
 int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
 void wb_forget_target(struct target *t);
-void wb_entry_freed(struct daemon *d, struct entry *e);
-void wb_lru_add(struct daemon *d, struct entry *e, bool oldest);
-void wb_lru_del(struct daemon *d, struct entry *e);
-uint64_t wb_used_bytes(const struct daemon *d);
 bool wb_busy(const struct daemon *d);
 
-/* fault.c */
-int fault_copy_page(struct target *t, uint64_t addr, const void *page, bool wake);
-int uffd_fill_checked(struct target *t, uint64_t addr, int r);
-void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
-int fault_serve(struct target *t, const struct uffd_msg *msg);
-void fault_retry_all(struct daemon *d);
-/* Appends msg to a growing array of faults; -ENOMEM leaves it as it was. */
-int fault_msgs_push(struct uffd_msg **msgs, uint32_t *n, uint32_t *cap, const struct uffd_msg *msg);
-bool fault_retry_pending(const struct daemon *d);
-#define FAULT_THROTTLE_USEC 10000 /* longest a fault waits for being over the limit */
-void fault_release_throttled(struct daemon *d);
-bool fault_throttled_pending(const struct daemon *d);
-int uffd_wake(struct target *t, uint64_t addr, uint64_t len);
-int uffd_zeropage(struct target *t, uint64_t addr);
-int uffd_unprotect(struct target *t, uint64_t addr, uint64_t len);
-int uffd_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
+/* load.c */
+/*
+ * Serves one missing-page fault at addr now: the entry if there is one (it
+ * goes: the page is the app's again), else a zero page.  0 when the fault
+ * is resolved one way or another, -EAGAIN when it must be tried again.
+ */
+int load_serve(struct target *t, uint64_t addr, bool write);
 
-/* evict.c */
-#define EVICT_PICKING 2
-int evict_start(struct target *t);
-void evict_pick_free(struct target *t);
-void evict_forget_layout(struct target *t);
-void evict_forget_child(struct daemon *d, struct target *child);
-int evict_done(struct target *t, const struct zs_evict_done *done);
-void evict_abort(struct target *t);
-bool evict_committing(const struct daemon *d);
-void evict_commit_all(struct daemon *d);
+/* evict_flight.c: pages of the batch in flight, and what the app does to them. */
+uint64_t evict_translate(const struct batch *b, uint64_t addr);
 bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot);
 bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot);
+bool evict_slot_copied(const struct target *t, uint32_t slot);
+const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf, int *ret_err);
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end);
 void evict_note_discard(struct target *t, uint64_t start, uint64_t end);
 int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len);
 void evict_note_fork(struct target *t, struct target *child);
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg);
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool agent);
+
+/* evict_stall.c: a batch whose agent stalls, and writes to a batch's pages. */
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot);
 void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot);
+void evict_note_pending_lifts(struct target *t, struct batch *b, uint64_t addr, uint32_t npages,
+			      uint32_t slot);
 /* In flight for FAULT_THROTTLE_USEC or more: its agent may be stopped. */
 bool evict_batch_stuck(const struct target *t);
 void evict_serve_stuck(struct target *t);
+
+/* evict_pick.c */
+/* 1: the next batch is picked (t->pick holds it); 0: call again next turn; -errno. */
+int evict_pick(struct target *t);
+void evict_pick_free(struct target *t);
+void evict_forget_layout(struct target *t);
+
+/* evict.c */
+#define EVICT_PICKING 2
+int evict_start(struct target *t);
+int evict_done(struct target *t, const struct zs_evict_done *done);
+void evict_abort(struct target *t);
+bool evict_committing(const struct daemon *d);
+void evict_commit_all(struct daemon *d);
+void evict_forget_child(struct daemon *d, struct target *child);
+
+/* reclaim.c */
+int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
+void reclaim_idle_sweep(struct daemon *d);
+void reclaim_enforce_limits(struct daemon *d, bool tick);
+void reclaim_progress(struct target *t);
+bool reclaim_picking(const struct daemon *d);
+bool reclaim_limit_unreachable(const struct target *t);
+bool reclaim_throttle(const struct target *t);
+uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
+void reclaim_continue(struct daemon *d);
+void reclaim_cancel(struct target *t, int err);
+
+/* fault.c */
+void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
+void fault_retry_all(struct daemon *d);
+bool fault_retry_pending(const struct daemon *d);
+void fault_release_throttled(struct daemon *d);
+bool fault_throttled_pending(const struct daemon *d);
 
 /* restore.c */
 int restore_start(struct target *t, struct conn *c, uint32_t seq);
@@ -435,36 +472,32 @@ void restore_forget_conn(struct daemon *d, struct conn *c);
 bool restore_active(const struct daemon *d);
 void restore_continue(struct daemon *d);
 
-/* reclaim.c */
-int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
-void reclaim_idle_sweep(struct daemon *d);
-void target_note_refault(struct target *t, uint64_t addr, const struct entry *e);
-void target_note_poor(struct target *t, uint64_t addr);
-uint64_t target_hot_pages(const struct target *t);
-uint64_t target_hot_window_ms(const struct target *t);
-#define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
-#define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
-void reclaim_enforce_limits(struct daemon *d, bool tick);
-void reclaim_progress(struct target *t);
-bool reclaim_picking(const struct daemon *d);
-bool reclaim_limited(const struct target *t);
-bool reclaim_limit_unreachable(const struct target *t);
-bool reclaim_throttle(const struct target *t);
-uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
-void reclaim_continue(struct daemon *d);
-void reclaim_cancel(struct target *t, int err);
+/* drain.c */
+void drain_begin(struct daemon *d);
+bool drain_step(struct daemon *d);
+
+/* stats.c: the counters of zswap_stats.h, filled in order; how many. */
+size_t stats_fill(struct daemon *d, struct zs_stat *out, size_t max);
+#define STATS_COUNT (sizeof((const char *[]){ ZS_STATS(STATS_NAME) }) / sizeof(const char *))
+#define STATS_NAME(name, kind, source, help) #name,
 
 /* ctl.c */
 int ctl_handle(struct conn *c, const struct zs_hdr *h);
-void ctl_fill_stats(struct daemon *d, struct zs_stat *out, size_t *ret_n, size_t max);
+
+/* conn.c */
+void conn_accept(struct daemon *d, struct watch *w, uint32_t events);
+void conn_close(struct conn *c, const char *why);
+void conn_reap(struct daemon *d);
+
+/* loop.c */
+/* Runs until the daemon has stopped; returns the exit code. Never returns otherwise. */
+int loop_run(struct daemon *d);
+/* Cancels and frees what died this turn (targets, connections), top down. */
+void loop_reap(struct daemon *d);
 
 /* vmscan.c: the ranges a target has registered, from its smaps (VmFlags um/uw). */
 struct vma;
 int vmscan_registered(const char *smaps, struct vma **ret_vmas, size_t *ret_n);
-
-/* drain.c */
-void drain_begin(struct daemon *d);
-bool drain_step(struct daemon *d);
 
 /* caps.c */
 int caps_drop(void);

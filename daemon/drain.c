@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * drain.c - stopping without losing a page (hazard 2).
+ * drain.c - stopping without losing a page (hazard 2, docs/design.md).
  *
  * The pool lives in our memory, so before we exit every evicted page goes
  * back into its process (UFFDIO_COPY, as a fault would), batches in flight
@@ -14,14 +14,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/ioctl.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "comp.h"
 #include "daemon.h"
 #include "idx.h"
 #include "log.h"
+#include "uffd.h"
 #include "vmscan.h"
 
 #define DRAIN_BATCH_TIMEOUT_USEC (5 * 1000000ull)  /* an agent that long silent is stopped */
@@ -36,7 +35,7 @@ void drain_begin(struct daemon *d)
 	d->stopping = true;
 	d->stop_usec = now_usec();
 	if (d->listen_w.fd >= 0) {
-		loop_del(d, &d->listen_w);
+		watch_del(d->epfd, &d->listen_w);
 		close(d->listen_w.fd);
 		d->listen_w.fd = -1;
 	}
@@ -54,31 +53,31 @@ void drain_begin(struct daemon *d)
 
 static int drain_one(uint64_t pgno, void *val, void *arg)
 {
+	uint64_t addr = pgno << ZS_PAGE_SHIFT;
 	struct target *t = arg;
-	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
-	int r;
-
 	struct entry *e = val;
+	int r;
 
 	if (e->where == ENTRY_ON_DISK) {
 		/* Stopping: a blocking read is fine, and simpler than waiting. */
 		r = wb_load_sync(t->d, e, t->d->page_buf);
 		if (r == 0)
-			r = fault_copy_page(t, pgno << ZS_PAGE_SHIFT, t->d->page_buf, true);
+			r = uffd_copy(t->uffd_w.fd, addr, t->d->page_buf, true);
 		if (r == -EAGAIN)
 			return r;
-		if (r < 0 && r != -EEXIST && r != -ENOENT)
+		if (r < 0 && r != -EEXIST && r != -ENOENT) {
+			/* The page is lost to the process either way: say so. */
 			log_error_errno(r, "pid %d: cannot return page %#llx from the swap file: %m",
-					(int)t->pid, (unsigned long long)(pgno << ZS_PAGE_SHIFT));
-		else
-			t->d->st.loads++;
-		idx_erase(t->idx, pgno);
-		entry_put(t->d, e);
+					(int)t->pid, (unsigned long long)addr);
+			idx_erase(t->idx, pgno);
+			t->compressed_bytes -= e->len;
+			entry_put(t->d, e);
+		} else {
+			target_page_loaded(t, addr, e);
+		}
 		return 0;
 	}
-	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
-	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
-	r = fault_serve(t, &msg);
+	r = load_serve(t, addr, true);
 	if (r == -EAGAIN)
 		return r; /* an event is pending: read it first, then go on */
 	if (idx_lookup(t->idx, pgno)) {
@@ -102,10 +101,10 @@ static void drain_unregister(struct target *t)
 		return;
 	if (vmscan_registered(smaps, &v, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
-			struct uffdio_range range = { .start = v[i].start, .len = v[i].end - v[i].start };
+			int r = uffd_unregister(t->uffd_w.fd, v[i].start, v[i].end - v[i].start);
 
-			if (ioctl(t->uffd_w.fd, UFFDIO_UNREGISTER, &range) < 0 && errno != ESRCH)
-				log_warning_errno(-errno, "pid %d: cannot unregister %#llx-%#llx: %m",
+			if (r < 0 && r != -ESRCH)
+				log_warning_errno(r, "pid %d: cannot unregister %#llx-%#llx: %m",
 						  (int)t->pid, (unsigned long long)v[i].start,
 						  (unsigned long long)v[i].end);
 		}

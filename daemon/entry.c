@@ -15,6 +15,11 @@
  * limit is enforced here with zswap's hysteresis: once full, stores are
  * refused until the pool is back under accept_threshold_percent of the
  * limit, so we do not thrash at the edge.
+ *
+ * The writeback LRUs are the entries', as zswap's LRU is: every COMP entry
+ * in the pool is on one, oldest stored first; the writeback (wb.c) takes
+ * from their heads, and an entry that dies leaves its list, and gives its
+ * object back to the pool or its swap file block (swapmap.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +28,7 @@
 #include "comp.h"
 #include "daemon.h"
 #include "pool.h"
+#include "swapmap.h"
 
 /*
  * The pool's size as its limit sees it.  Empty slabs kept for reuse are
@@ -128,7 +134,7 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 	d->st.compressed_bytes += (uint64_t)len;
 	if (entry_as_is(e))
 		d->st.stored_incompressible_pages++;
-	wb_lru_add(d, e, false);
+	entry_lru_add(d, e, false);
 stored:
 	d->st.stored_pages++;
 	d->st.stores++;
@@ -201,14 +207,16 @@ void entry_put(struct daemon *d, struct entry *e)
 		return;
 	if (e->kind == ENTRY_COMP) {
 		if (e->where == ENTRY_IN_POOL)
-			wb_lru_del(d, e);
+			entry_lru_del(d, e);
 		if (e->where != ENTRY_ON_DISK) {
 			pool_release(d->pool, e->val);
 			d->st.compressed_bytes -= e->len;
 		}
 		if (entry_as_is(e))
 			d->st.stored_incompressible_pages--;
-		wb_entry_freed(d, e);
+		/* On disk, or on its way: its block loses an object. */
+		if (d->swapmap && e->where != ENTRY_IN_POOL)
+			swapmap_put(d->swapmap, e->disk / SWAPMAP_BLOCK);
 	} else if (e->kind == ENTRY_RAW) {
 		free((void *)(uintptr_t)e->val);
 		d->st.raw_pages--;
@@ -217,4 +225,61 @@ void entry_put(struct daemon *d, struct entry *e)
 	}
 	d->st.stored_pages--;
 	free(e);
+}
+
+/* ---- the writeback LRUs ---- */
+
+static struct entry_lru *entry_lru_of(struct daemon *d, const struct entry *e)
+{
+	return &d->lru[entry_as_is(e) ? ENTRY_LRU_RAW : ENTRY_LRU_COMP];
+}
+
+void entry_lru_add(struct daemon *d, struct entry *e, bool oldest)
+{
+	struct entry_lru *l = entry_lru_of(d, e);
+
+	if (oldest) {
+		e->lru_next = l->head;
+		if (l->head)
+			l->head->lru_prev = e;
+		l->head = e;
+		if (!l->tail)
+			l->tail = e;
+	} else {
+		e->lru_prev = l->tail;
+		if (l->tail)
+			l->tail->lru_next = e;
+		l->tail = e;
+		if (!l->head)
+			l->head = e;
+	}
+}
+
+void entry_lru_del(struct daemon *d, struct entry *e)
+{
+	struct entry_lru *l = entry_lru_of(d, e);
+
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else if (l->head == e)
+		l->head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else if (l->tail == e)
+		l->tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+/*
+ * Pages stored as they are leave first, then the compressed ones, oldest
+ * first within each.  Either costs one read when it is wanted back, but a
+ * page stored as it is gives the pool a whole page of room for it, a
+ * compressed one a few hundred bytes: the pool keeps the most pages in
+ * memory by writing the large ones out.  (Kernel zswap before 6.18 sent
+ * such pages to swap at once.)  4 GiB hotcold, 768M limit, 256M pool, swap
+ * file: 520 MiB of swap I/O in the window against 686 in one LRU of both.
+ */
+struct entry_lru *entry_lru_next(struct daemon *d)
+{
+	return d->lru[ENTRY_LRU_RAW].head ? &d->lru[ENTRY_LRU_RAW] : &d->lru[ENTRY_LRU_COMP];
 }

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * loop.c - the daemon's one event loop.
+ * loop.c - the daemon's one event loop, and the turn it runs.
  *
- * epoll over the listening socket, the signalfd, every connection, every
- * target's uffd and pidfd.  Each watch carries its own handler.  Besides
- * events the loop does three timed things: retry faults that met a changing
- * mm (EAGAIN from UFFDIO_COPY) after 50 us, reap dead targets at the end of
- * each turn (so no handler frees what another is still using), and once a
- * second: sd_notify STATUS/WATCHDOG and the liveness probe of targets.
+ * epoll (watch.c) over the listening socket, the signalfd, every
+ * connection, every target's uffd and pidfd, the swap file's completions:
+ * each watch carries its owner's handler.  After the events, each module's
+ * per-turn work, in an order that matters: faults waiting to be retried or
+ * released first (they hold app threads), then the commits of eviction
+ * batches and the next picks (reclaim), restores, writeback, compaction;
+ * then the reaper frees what died this turn, from the top down; then, once
+ * a second, housekeeping (sd_notify STATUS/WATCHDOG, the liveness probe of
+ * targets without a pidfd, trimming the pool's slab cache).
  */
 #include <errno.h>
-#include <sys/epoll.h>
-#include <time.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -21,21 +22,6 @@
 #define LOOP_RETRY_USEC 50 /* an mm change (fork, mremap, our agent's drop) takes microseconds */
 #define LOOP_TICK_MS 1000   /* housekeeping period */
 #define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
-
-int loop_add(struct daemon *d, struct watch *w, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = w };
-
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
-		return -errno;
-	return 0;
-}
-
-void loop_del(struct daemon *d, struct watch *w)
-{
-	if (w->fd >= 0)
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, w->fd, NULL);
-}
 
 /*
  * Freed entries leave holes in slabs the pool cannot give back: once the
@@ -54,7 +40,7 @@ static void loop_compact(struct daemon *d)
 static bool loop_any_limit(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (reclaim_limited(t) && !t->dead)
+		if (target_limited(t) && !t->dead)
 			return true;
 	return false;
 }
@@ -87,19 +73,57 @@ static void loop_housekeeping(struct daemon *d)
 	notify_status(d);
 }
 
+/*
+ * A dead target: what other modules had going on it ends (the reclaim and
+ * the restore are answered, a batch in flight is put back from staging
+ * into the children forked meanwhile, reads in flight complete into
+ * nothing), its connection closes, then it is freed.
+ */
+static void loop_reap_target(struct daemon *d, struct target *t)
+{
+	reclaim_cancel(t, -ESRCH);
+	restore_finish(t, -ESRCH);
+	evict_abort(t);
+	evict_pick_free(t);
+	evict_forget_child(d, t);
+	wb_forget_target(t);
+	if (t->conn) {
+		t->conn->target = NULL;
+		conn_close(t->conn, "target gone");
+	}
+	target_free(t);
+}
+
+void loop_reap(struct daemon *d)
+{
+	struct target **pp = &d->targets, *t;
+
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (c->doomed && !c->dead)
+			conn_close(c, c->doomed);
+	while ((t = *pp)) {
+		if (t->dead) {
+			*pp = t->next;
+			loop_reap_target(d, t);
+		} else {
+			pp = &t->next;
+		}
+	}
+	conn_reap(d);
+}
+
 static uint64_t loop_faults_served(const struct daemon *d)
 {
 	return d->st.loads + d->st.zero_fills;
 }
 
 /*
- * epoll_wait, but after a turn that served a fault, poll (timeout 0) for up
- * to fault_spin_usec first: the next fault of a burst then skips the
- * sleep/wake-up of both vCPUs, which is most of a round trip here.
+ * Waits for events, but after a turn that served a fault, polls (timeout
+ * 0) for up to fault_spin_usec first: the next fault of a burst then skips
+ * the sleep/wake-up of both vCPUs, which is most of a round trip here.
  */
 static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout_usec)
 {
-	struct timespec ts = { (time_t)(timeout_usec / 1000000), (long)(timeout_usec % 1000000) * 1000 };
 	uint64_t spin = d->cfg.fault_spin_usec, until;
 	int n;
 
@@ -107,41 +131,41 @@ static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout
 		d->spin_mark = loop_faults_served(d);
 		until = now_usec() + spin;
 		do {
-			n = epoll_wait(d->epfd, evs, LOOP_MAX_EVENTS, 0);
+			n = watch_wait(d->epfd, evs, LOOP_MAX_EVENTS, 0);
 			if (n != 0)
 				return n;
 		} while (now_usec() < until);
 	}
-	/* epoll_pwait2: a retry 50 us away must not sleep a whole millisecond. */
-	return epoll_pwait2(d->epfd, evs, LOOP_MAX_EVENTS, &ts, NULL);
+	return watch_wait(d->epfd, evs, LOOP_MAX_EVENTS, timeout_usec);
+}
+
+/* How long the next wait may be: no longer than the next thing due. */
+static uint64_t loop_timeout(const struct daemon *d)
+{
+	if (d->stopping && !evict_committing(d))
+		return 10000;
+	if (reclaim_picking(d) || evict_committing(d) || restore_active(d))
+		return 0;
+	if (fault_retry_pending(d))
+		return LOOP_RETRY_USEC;
+	if (fault_throttled_pending(d))
+		return FAULT_THROTTLE_USEC / 10;
+	return loop_any_limit(d) ? LOOP_LIMIT_MS * 1000 : LOOP_TICK_MS * 1000;
 }
 
 /* Runs until the daemon has stopped.  Returns the process exit code. */
 int loop_run(struct daemon *d)
 {
 	struct epoll_event evs[LOOP_MAX_EVENTS];
-	uint64_t timeout;
 	int n;
 
 	for (;;) {
-		timeout = reclaim_picking(d) || evict_committing(d) || restore_active(d) ? 0
-			  : fault_retry_pending(d)			? LOOP_RETRY_USEC
-			  : fault_throttled_pending(d)			? FAULT_THROTTLE_USEC / 10
-			  : loop_any_limit(d)				? LOOP_LIMIT_MS * 1000
-									: LOOP_TICK_MS * 1000;
-		if (d->stopping && !evict_committing(d))
-			timeout = 10000;
-		n = loop_wait(d, evs, timeout);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return log_error_errno(-errno, "epoll_wait failed: %m"), 1;
-		}
-		for (int i = 0; i < n; i++) {
-			struct watch *w = evs[i].data.ptr;
-
-			w->fn(d, w, evs[i].events);
-		}
+		n = loop_wait(d, evs, loop_timeout(d));
+		if (n == -EINTR)
+			continue;
+		if (n < 0)
+			return log_error_errno(n, "epoll_wait failed: %m"), 1;
+		watch_dispatch(d, evs, n);
 		fault_retry_all(d);
 		fault_release_throttled(d);
 		evict_commit_all(d);
@@ -149,8 +173,7 @@ int loop_run(struct daemon *d)
 		restore_continue(d);
 		wb_run(d);
 		loop_compact(d);
-		target_reap(d);
-		conn_reap(d);
+		loop_reap(d);
 		loop_housekeeping(d);
 		if (d->stopping && drain_step(d))
 			return d->exit_code;

@@ -204,7 +204,7 @@ static int setup_listen(struct daemon *d)
 			return d->listen_w.fd;
 	}
 	d->listen_w.fn = conn_accept;
-	return loop_add(d, &d->listen_w, EPOLLIN);
+	return watch_add(d->epfd, &d->listen_w, EPOLLIN);
 }
 
 /* SIGHUP: re-read the config and apply what can change live. */
@@ -234,6 +234,7 @@ static void reload_config(struct daemon *d)
 	d->file_cfg = c;
 	d->cfg.fault_spin_usec = c.fault_spin_usec;
 	d->cfg.agent_move = c.agent_move;
+	d->cfg.agent_move_first = c.agent_move_first;
 	d->cfg.agent_follow_app = c.agent_follow_app;
 	d->cfg.readahead_pages = c.readahead_pages;
 	d->cfg.hot_window_seconds = c.hot_window_seconds;
@@ -278,7 +279,7 @@ static int setup_signals(struct daemon *d)
 	if (d->signal_w.fd < 0)
 		return log_error_errno(-errno, "Failed to create signalfd: %m");
 	d->signal_w.fn = signal_ready;
-	return loop_add(d, &d->signal_w, EPOLLIN);
+	return watch_add(d->epfd, &d->signal_w, EPOLLIN);
 }
 
 /*
@@ -330,8 +331,9 @@ static int daemon_setup(struct daemon *d)
 	r = wb_open(d);
 	if (r < 0)
 		return r;
-	/* Hazard 6: the pool must not itself be swapped out under the clients,
-	 * and the daemon must never fault on its own memory while serving. */
+	/* Hazard 6 (docs/design.md): the pool must not itself be swapped
+	 * out under the clients, and the daemon must never fault on its own
+	 * memory while serving. */
 	if (d->cfg.mlock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
 		log_warning_errno(-errno, "mlockall failed: %m, continuing unlocked");
 	return caps_drop();
@@ -378,10 +380,9 @@ static void daemon_teardown(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next)
 		target_kill(t, "zswapd exiting");
-	target_reap(d);
 	for (struct conn *c = d->conns; c; c = c->next)
-		conn_close(c, "zswapd exiting");
-	conn_reap(d);
+		c->doomed = "zswapd exiting";
+	loop_reap(d);
 	wb_close(d);
 	pool_free(d->pool);
 	comp_free(d->comp);

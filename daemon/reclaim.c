@@ -20,11 +20,33 @@
 #include "daemon.h"
 #include "log.h"
 
+/* The reply so far: what the target's commits did since the reclaim began. */
+static void reclaim_tally(const struct target *t, struct reclaim *rc)
+{
+	rc->reply.evicted_pages = t->stores - rc->stores_at_start;
+	rc->reply.compressed_bytes = t->stored_bytes - rc->stored_bytes_at_start;
+	rc->reply.rejected_pages = t->refused - rc->refused_at_start;
+}
+
+/* Counts from now on (a new reclaim, or an operator's taking over the daemon's own). */
+static void reclaim_reset(const struct target *t, struct reclaim *rc, struct conn *c,
+			  uint32_t seq, uint64_t bytes)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->conn = c;
+	rc->seq = seq;
+	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
+	rc->stores_at_start = t->stores;
+	rc->stored_bytes_at_start = t->stored_bytes;
+	rc->refused_at_start = t->refused;
+}
+
 static void reclaim_finish(struct target *t, int err)
 {
 	struct reclaim *rc = t->reclaim;
 
 	t->reclaim = NULL;
+	reclaim_tally(t, rc);
 	evict_pick_free(t);
 	if (!rc->internal && rc->conn && !rc->conn->dead) {
 		if (err < 0)
@@ -50,6 +72,7 @@ void reclaim_progress(struct target *t)
 
 	if (!rc)
 		return;
+	reclaim_tally(t, rc);
 	if (rc->reply.evicted_pages >= rc->want_pages || rc->wrapped || t->d->stopping ||
 	    (!rc->internal && (!rc->conn || rc->conn->dead))) {
 		reclaim_finish(t, 0);
@@ -97,10 +120,7 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 		return -EBUSY; /* its pages are coming back: none goes out meanwhile */
 	/* An operator's request takes over the daemon's own (limit, idle). */
 	if (rc && rc->internal && c) {
-		memset(rc, 0, sizeof(*rc));
-		rc->conn = c;
-		rc->seq = seq;
-		rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
+		reclaim_reset(t, rc, c, seq, bytes);
 		if (!t->batch && t->agent_tid)
 			reclaim_progress(t);
 		return 0; /* else the batch in flight continues it */
@@ -114,11 +134,9 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -ENOMEM;
-	rc->conn = c;
+	reclaim_reset(t, rc, c, seq, bytes);
 	rc->internal = c == NULL;
 	rc->idle_only = idle_only;
-	rc->seq = seq;
-	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
 	t->reclaim = rc;
 	if (!t->batch && t->agent_tid)
 		reclaim_progress(t);
@@ -162,12 +180,6 @@ void reclaim_cancel(struct target *t, int err)
 static uint64_t reclaim_slack(uint64_t limit)
 {
 	return limit / 64 > 256 * 1024 ? limit / 64 : 256 * 1024;
-}
-
-/* Whether a limit, the operator's or the default, applies to t. */
-bool reclaim_limited(const struct target *t)
-{
-	return t->limit_set ? t->limit_bytes != 0 : t->d->cfg.default_limit_percent != 0;
 }
 
 /*
@@ -227,7 +239,7 @@ bool reclaim_throttle(const struct target *t)
 	uint64_t limit = t->last_limit, gone = t->stores - t->stores_at_check;
 	uint64_t est = t->rss_pages + t->faults_since_check;
 
-	if (!limit || !reclaim_limited(t) || reclaim_limit_unreachable(t))
+	if (!limit || !target_limited(t) || reclaim_limit_unreachable(t))
 		return false;
 	est = est > gone ? est - gone : 0;
 	return est * ZS_PAGE_SIZE > limit + reclaim_slack(limit);
@@ -238,7 +250,7 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 	for (struct target *t = d->targets; t; t = t->next) {
 		uint64_t kb, rss, slack, limit;
 
-		if (!reclaim_limited(t) || t->dead || t->reclaim || t->batch || !t->agent_tid)
+		if (!target_limited(t) || t->dead || t->reclaim || t->batch || !t->agent_tid)
 			continue;
 		/* The slack of the last limit seen: the percent one moves with RSS. */
 		slack = reclaim_slack(t->limit_bytes ? t->limit_bytes : t->last_limit);

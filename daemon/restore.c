@@ -3,7 +3,7 @@
  * restore.c - swapoff for one process (`zswapctl restore PID`).
  *
  * Every evicted page of the process goes back into it, as a fault would
- * bring it (fault_serve: decompress and UFFDIO_COPY, or an asynchronous
+ * bring it (load_serve: decompress and UFFDIO_COPY, or an asynchronous
  * read from the swap file), a slice of pages per loop turn so that the
  * faults of others are served in between.  Its limit is lifted first, or
  * the limit would take the pages out again as they come in.  The process
@@ -110,7 +110,6 @@ static int restore_one(uint64_t pgno, void *val, void *arg)
 	struct target *t = arg;
 	struct restore *rs = t->restore;
 	struct entry *e = val;
-	struct uffd_msg msg = { .event = UFFD_EVENT_PAGEFAULT };
 
 	if (rs->budget == 0)
 		return -EAGAIN;
@@ -126,17 +125,15 @@ static int restore_one(uint64_t pgno, void *val, void *arg)
 		}
 	}
 	rs->budget--;
-	msg.arg.pagefault.address = pgno << ZS_PAGE_SHIFT;
-	msg.arg.pagefault.flags = UFFD_PAGEFAULT_FLAG_WRITE;
 	/* Not dropped if it stays: a copy refused for now (ENOMEM, a page that
 	 * would not decompress) keeps its data, counted as left at the end;
 	 * where the app unmapped, its event drops the entry. */
-	if (fault_serve(t, &msg) == -EAGAIN) {
+	if (load_serve(t, pgno << ZS_PAGE_SHIFT, true) == -EAGAIN) {
 		rs->cursor = pgno; /* an event is pending: read it first, then again */
 		return -EAGAIN;
 	}
-	/* fault_serve() may have found the mm gone: the target is dead, and
-	 * the restore over (target_kill). */
+	/* load_serve() may have found the mm gone: the target is dead, and
+	 * the reaper ends the restore. */
 	return t->dead || !t->restore ? -ESRCH : 0;
 }
 

@@ -11,13 +11,19 @@
  *
  * The uffd is set up here, by the daemon: only a caller with CAP_SYS_PTRACE
  * may ask for UFFD_FEATURE_EVENT_FORK, and shims run as anybody.
+ *
+ * A target that dies is only marked (target_kill): the loop's reaper
+ * cancels what other modules had going on it and then frees it
+ * (target_free), so that no caller is left holding a freed target, or
+ * what hung off it, in the middle of its work.
+ *
+ * Also here: the index helpers that keep the per-target figures right, and
+ * the target-level uses of its uffd (uffd.c has the raw ioctls).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +32,7 @@
 #include "daemon.h"
 #include "idx.h"
 #include "log.h"
+#include "uffd.h"
 
 /* What we need from every uffd; THREAD_ID tells our agent's faults apart. */
 #define TARGET_UFFD_FEATURES                                                                  \
@@ -34,14 +41,16 @@
 
 static void target_pidfd_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
-	struct target *t = (struct target *)((char *)w - offsetof(struct target, pidfd_w));
+	struct target *t = watch_owner(w, struct target, pidfd_w);
 
 	(void)d;
 	(void)events;
 	target_kill(t, "exited");
 }
 
-static int target_alloc(struct daemon *d, int uffd, struct target **ret)
+static int target_alloc(struct daemon *d, int uffd,
+			void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
+			struct target **ret)
 {
 	struct target *t;
 	int r;
@@ -51,14 +60,14 @@ static int target_alloc(struct daemon *d, int uffd, struct target **ret)
 		return -ENOMEM;
 	t->d = d;
 	t->uffd_w.fd = uffd;
-	t->uffd_w.fn = fault_uffd_ready;
+	t->uffd_w.fn = uffd_ready;
 	t->pidfd_w.fd = -1;
 	t->pidfd_w.fn = target_pidfd_ready;
 	t->staging_fd = -1;
 	r = idx_new(&t->idx);
 	if (r < 0)
 		goto fail_free;
-	r = loop_add(d, &t->uffd_w, EPOLLIN);
+	r = watch_add(d->epfd, &t->uffd_w, EPOLLIN);
 	if (r < 0)
 		goto fail_idx;
 	t->next = d->targets;
@@ -76,28 +85,22 @@ fail_free:
  * harmless liveness probe: ESRCH once the mm is gone (target_mm_alive). */
 static int target_register_beacon(struct target *t)
 {
-	struct uffdio_register reg = {
-		.range = { .start = t->beacon, .len = ZS_PAGE_SIZE },
-		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
-	};
-
-	if (ioctl(t->uffd_w.fd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
-	return 0;
+	return uffd_register(t->uffd_w.fd, t->beacon, ZS_PAGE_SIZE);
 }
 
 static int target_watch_pid(struct target *t)
 {
-	int fd;
+	int fd, r;
 
 	fd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (fd < 0)
 		return -errno;
 	t->pidfd_w.fd = fd;
-	if (loop_add(t->d, &t->pidfd_w, EPOLLIN) < 0) {
+	r = watch_add(t->d->epfd, &t->pidfd_w, EPOLLIN);
+	if (r < 0) {
 		close(fd);
 		t->pidfd_w.fd = -1;
-		return -errno;
+		return r;
 	}
 	return 0;
 }
@@ -155,7 +158,7 @@ int target_adopt(struct target *t, struct conn *c)
 		ready.flags |= ZS_READY_FOLLOW;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
-		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2) */
+		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2, docs/design.md) */
 	r = proto_send(c->w.fd, ZS_READY, 0, &ready, sizeof(ready), fds, nfds);
 	if (r < 0)
 		return r;
@@ -165,23 +168,24 @@ int target_adopt(struct target *t, struct conn *c)
 }
 
 int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t beacon,
+	       void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
 	       struct target **ret_target)
 {
-	struct uffdio_api api = { .api = UFFD_API, .features = TARGET_UFFD_FEATURES };
+	uint64_t features = 0;
 	struct target *t;
 	int r;
 
-	if (ioctl(uffd, UFFDIO_API, &api) < 0) {
-		r = -errno;
+	r = uffd_api(uffd, TARGET_UFFD_FEATURES, &features);
+	if (r < 0) {
 		close(uffd);
 		return log_warning_errno(r, "pid %d: UFFDIO_API failed: %m", (int)pid);
 	}
-	r = target_alloc(d, uffd, &t);
+	r = target_alloc(d, uffd, uffd_ready, &t);
 	if (r < 0) {
 		close(uffd);
 		return r;
 	}
-	t->features = api.features;
+	t->features = features;
 	t->beacon = beacon;
 	r = target_register_beacon(t);
 	if (r < 0) {
@@ -219,14 +223,14 @@ static int target_copy_one(uint64_t pgno, void *val, void *arg)
  * UFFD_EVENT_FORK: the child starts with every entry of the parent, shared.
  * The parent is blocked in fork() until we read the event, so its index is
  * exactly what the child inherited (pages of an eviction batch in flight are
- * handled by evict_note_fork).
+ * the caller's to hand on: evict_note_fork).
  */
 int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 {
 	struct target *child;
 	int r;
 
-	r = target_alloc(parent->d, uffd, &child);
+	r = target_alloc(parent->d, uffd, parent->uffd_w.fn, &child);
 	if (r < 0) {
 		close(uffd);
 		return r;
@@ -244,7 +248,6 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 		target_kill(child, "fork copy failed");
 		return r;
 	}
-	evict_note_fork(parent, child);
 	*ret_child = child;
 	return 0;
 }
@@ -281,7 +284,7 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 	 * without one would grow it by every page it got back, to 16 MiB of
 	 * the daemon's locked memory.  Out of memory, the page is just not
 	 * in the log: the sweep still sees it. */
-	if (reclaim_limited(t))
+	if (target_limited(t))
 		(void)loadlog_push(&t->loads_log, &le);
 }
 
@@ -343,14 +346,9 @@ uint64_t target_scratch(const struct target *t, uint64_t *ret_start)
 
 bool target_mm_alive(struct target *t)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { .start = t->beacon, .len = ZS_PAGE_SIZE },
-		.mode = 0,
-	};
-
 	if (t->beacon == 0)
 		return true;
-	return ioctl(t->uffd_w.fd, UFFDIO_WRITEPROTECT, &wp) == 0 || errno != ESRCH;
+	return uffd_writeprotect(t->uffd_w.fd, t->beacon, ZS_PAGE_SIZE, false) != -ESRCH;
 }
 
 uint64_t target_evicted_pages(const struct target *t)
@@ -394,7 +392,7 @@ void target_invalidate(struct target *t, uint64_t start, uint64_t end)
 		 (end + ZS_PAGE_SIZE - 1) >> ZS_PAGE_SHIFT, target_invalidate_one, t);
 }
 
-/* Marks the target dead; target_reap() frees it when no handler can see it. */
+/* Marks the target dead; the reaper (loop.c) frees it when no handler can see it. */
 void target_kill(struct target *t, const char *why)
 {
 	if (t->dead)
@@ -403,9 +401,6 @@ void target_kill(struct target *t, const char *why)
 	if (t->pid)
 		log_info("pid %d (%s): %s, dropping %zu evicted pages", (int)t->pid, t->comm, why,
 			 idx_count(t->idx));
-	if (t->reclaim)
-		reclaim_cancel(t, -ESRCH);
-	restore_finish(t, -ESRCH);
 }
 
 static void target_drop_entry(void *val, void *arg)
@@ -413,23 +408,15 @@ static void target_drop_entry(void *val, void *arg)
 	entry_put(arg, val);
 }
 
-static void target_free(struct target *t)
+void target_free(struct target *t)
 {
 	struct daemon *d = t->d;
 
-	evict_abort(t);
-	evict_pick_free(t);
-	evict_forget_child(d, t);
-	wb_forget_target(t);
-	loop_del(d, &t->uffd_w);
+	watch_del(d->epfd, &t->uffd_w);
 	close(t->uffd_w.fd);
 	if (t->pidfd_w.fd >= 0) {
-		loop_del(d, &t->pidfd_w);
+		watch_del(d->epfd, &t->pidfd_w);
 		close(t->pidfd_w.fd);
-	}
-	if (t->conn) {
-		t->conn->target = NULL;
-		conn_close(t->conn, "target gone");
 	}
 	if (t->staging)
 		munmap(t->staging, ((size_t)t->staging_pages + 1) * ZS_PAGE_SIZE);
@@ -448,16 +435,171 @@ static void target_free(struct target *t)
 	free(t);
 }
 
-void target_reap(struct daemon *d)
-{
-	struct target **pp = &d->targets, *t;
+/* ---- the target's uffd ---- */
 
-	while ((t = *pp)) {
-		if (t->dead) {
-			*pp = t->next;
-			target_free(t);
-		} else {
-			pp = &t->next;
+static size_t target_registered_at(const struct target *t, uint64_t start)
+{
+	size_t lo = 0, hi = t->nregistered;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->registered[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * UFFDIO_REGISTER takes the target's mmap lock for writing, which stops its
+ * page faults, and a batch of scattered pages has a run in most chunks: so
+ * each range is registered once, and again only after the layout changed
+ * (an unmap or mremap event forgets them all).  A range that was
+ * unregistered behind our back fails the write-protect that follows with
+ * ENOENT: evict.c then forgets them all and registers it again.
+ */
+int target_register(struct target *t, uint64_t start, uint64_t end)
+{
+	size_t i = target_registered_at(t, start);
+	int r;
+
+	if (i < t->nregistered && t->registered[i].start == start && t->registered[i].end == end)
+		return 0;
+	r = uffd_register(t->uffd_w.fd, start, end - start);
+	if (r < 0)
+		return r;
+	if (t->nregistered == t->registered_cap) {
+		size_t cap = t->registered_cap ? t->registered_cap * 2 : 64;
+		struct vma *v = realloc(t->registered, cap * sizeof(*v));
+
+		if (!v)
+			return 0; /* registered, just not remembered */
+		t->registered = v;
+		t->registered_cap = cap;
+	}
+	memmove(t->registered + i + 1, t->registered + i,
+		(t->nregistered - i) * sizeof(*t->registered));
+	t->registered[i] = (struct vma){ start, end };
+	t->nregistered++;
+	return 0;
+}
+
+void target_page_loaded(struct target *t, uint64_t addr, struct entry *e)
+{
+	idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
+	t->compressed_bytes -= e->len;
+	target_note_refault(t, addr, e);
+	t->loads++;
+	t->d->st.loads++;
+	entry_put(t->d, e);
+}
+
+/*
+ * UFFDIO_COPY (and ZEROPAGE) says EEXIST when the page is there, but also when the PMD
+ * above it is not a page table it can fill: a huge page, or a PMD that is
+ * not present at that instant (mfill_establish_pmd, mm/userfaultfd.c).  On
+ * EEXIST the caller drops the entry, or the page it was putting back,
+ * believing the process has it: never on the ioctl's word alone.  A page
+ * that is not there after all is EAGAIN, retried like any other.
+ */
+int target_fill_checked(struct target *t, uint64_t addr, int r)
+{
+	if (r != -EEXIST || t->pid == 0 || proc_page_present(t->pid, addr) != 0)
+		return r;
+	t->d->st.uffd_errors++;
+	log_warning("pid %d: UFFDIO_COPY/ZEROPAGE at %#llx said EEXIST on a missing page; retrying",
+		    (int)t->pid, (unsigned long long)addr);
+	return -EAGAIN;
+}
+
+static int target_unprotect_push(struct target *t, uint64_t addr, uint64_t len)
+{
+	if (t->nunprotect == t->unprotect_cap) {
+		uint32_t cap = t->unprotect_cap ? t->unprotect_cap * 2 : 16;
+		struct uffdio_range *u = realloc(t->unprotect, cap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		t->unprotect = u;
+		t->unprotect_cap = cap;
+	}
+	t->unprotect[t->nunprotect++] = (struct uffdio_range){ .start = addr, .len = len };
+	return 0;
+}
+
+/*
+ * Lifts write-protection from [addr, addr+len) and wakes whoever waited on
+ * it.  While an event of the app is pending (its madvise, munmap, mremap)
+ * the kernel says EAGAIN and neither lifts nor wakes: a writer would wait
+ * for ever (memtest churn hung so).  Such a range is lifted again from the
+ * loop (target_unprotect_retry, each turn) until it goes through.
+ */
+int target_unprotect(struct target *t, uint64_t addr, uint64_t len)
+{
+	int r = uffd_writeprotect(t->uffd_w.fd, addr, len, false);
+
+	return r == -EAGAIN ? target_unprotect_push(t, addr, len) : r;
+}
+
+/*
+ * A new batch has just protected [addr, addr+len): a lift still pending
+ * there from before must not take that protection away under the batch (a
+ * write between the agent's copy and its drop would be lost).  The batch's
+ * own lift wakes whoever waited on the old one.  A right part that cannot
+ * be kept (ENOMEM) is woken instead: its writers fault again, and a
+ * write-protect fault outside a batch lifts the protection.
+ */
+int target_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len)
+{
+	uint64_t end = addr + len;
+	uint32_t n = t->nunprotect, kept = 0;
+	int r = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct uffdio_range u = t->unprotect[i];
+		uint64_t u_end = u.start + u.len;
+
+		if (u_end <= addr || u.start >= end)
+			continue;
+		/* The left part stays in place, the right part goes to the end. */
+		t->unprotect[i].len = u.start < addr ? addr - u.start : 0;
+		if (u_end > end && target_unprotect_push(t, end, u_end - end) < 0) {
+			r = -ENOMEM;
+			uffd_wake(t->uffd_w.fd, end, u_end - end);
 		}
 	}
+	for (uint32_t i = 0; i < t->nunprotect; i++)
+		if (t->unprotect[i].len)
+			t->unprotect[kept++] = t->unprotect[i];
+	t->nunprotect = kept;
+	return r;
+}
+
+/* The write-protections that met EAGAIN, once more; those that fail for good wake anyway. */
+void target_unprotect_retry(struct target *t)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < t->nunprotect; i++) {
+		struct uffdio_range *u = &t->unprotect[i];
+		int r = uffd_writeprotect(t->uffd_w.fd, u->start, u->len, false);
+
+		if (r == -EAGAIN)
+			t->unprotect[kept++] = *u;
+		else if (r < 0)
+			uffd_wake(t->uffd_w.fd, u->start, u->len);
+	}
+	t->nunprotect = kept;
+}
+
+/*
+ * Whether a limit, the operator's or the default (default_limit_percent),
+ * applies to t: reclaim.c holds it there, and only then is a log of its
+ * loads worth keeping.
+ */
+bool target_limited(const struct target *t)
+{
+	return t->limit_set ? t->limit_bytes != 0 : t->d->cfg.default_limit_percent != 0;
 }

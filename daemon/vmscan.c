@@ -25,7 +25,7 @@
 #include "daemon.h"
 #include "vmscan.h"
 
-#define VMSCAN_CHUNK ZS_REGISTER_CHUNK /* registration granularity (hazard 5) */
+#define VMSCAN_CHUNK ZS_REGISTER_CHUNK /* registration granularity (hazard 5, docs/design.md) */
 #define VMSCAN_WINDOW 512	  /* pagemap entries per read: one 4 KiB read */
 
 static const char *const vmscan_bad_flags[] = {

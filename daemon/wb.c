@@ -9,8 +9,8 @@
  * the device's logical block) while a writeback writes about len bytes per
  * page instead of 4096: whole pages would cost 4096 bytes each way (what
  * kernel zswap writes after decompressing).  A block is free again when its last
- * object goes; there is no compaction of half-empty blocks (swap_used_bytes
- * counts whole blocks, so the waste shows).
+ * object goes (swapmap.c keeps the count); there is no compaction of
+ * half-empty blocks (swap_used_bytes counts whole blocks, so the waste shows).
  *
  * I/O.  The file is opened O_DIRECT, so written blocks do not also sit in
  * the page cache (otherwise writeback would free nothing), with aligned
@@ -29,25 +29,23 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <liburing.h>
 
-#include "comp.h"
 #include "compat.h"
 #include "daemon.h"
 #include "idx.h"
 #include "log.h"
 #include "pool.h"
+#include "swapmap.h"
+#include "uffd.h"
 
-#define WB_BLOCK 4096u
+#define WB_BLOCK SWAPMAP_BLOCK
 #define WB_QUEUE_DEPTH 64
 #define WB_WRITE_BLOCKS 16		 /* blocks packed per writeback round */
 #define WB_BACKOFF_USEC (5 * 1000000ull) /* after an error, before trying again */
-#define WB_MAX_PER_BLOCK (WB_BLOCK / 16)
 
 enum wb_op { WB_WRITE, WB_READ, WB_READAHEAD };
 
@@ -57,22 +55,18 @@ struct wb_io {
 	uint64_t block;
 	unsigned off, len; /* the bytes of the block read or written (a fault reads only its object) */
 	/* write: the entries packed into this block */
-	struct entry *entries[WB_MAX_PER_BLOCK];
+	struct entry *entries[SWAPMAP_MAX_PER_BLOCK];
 	unsigned nentries;
-	/* read: who waits (readahead: nobody; entry only) */
+	/* read: who waits, at which page (readahead: nobody; entry only) */
 	struct target *target;
-	struct uffd_msg msg;
+	uint64_t addr;
 	struct entry *entry;
 	struct wb_io *next_read; /* on target->reads, so a dying target can let go */
 };
 
 struct wb {
 	int fd;
-	uint64_t nblocks;
-	uint16_t *live;	   /* objects alive per block */
-	uint8_t *writing;  /* per block: a write is in flight */
-	uint64_t used_blocks;
-	uint64_t cursor;   /* next-fit search for a free block */
+	struct swapmap *map; /* the same as the daemon's d->swapmap */
 	struct io_uring ring;
 	struct watch w;	   /* the ring's eventfd */
 	unsigned inflight;
@@ -80,41 +74,6 @@ struct wb {
 	bool error_streak;
 	unsigned read_align; /* O_DIRECT offset alignment: a fault reads these units of a block */
 };
-
-static bool wb_block_free(const struct wb *wb, uint64_t b)
-{
-	return wb->live[b] == 0 && !wb->writing[b];
-}
-
-static int wb_alloc_block(struct wb *wb, uint64_t *ret_block)
-{
-	for (uint64_t i = 0; i < wb->nblocks; i++) {
-		uint64_t b = (wb->cursor + i) % wb->nblocks;
-
-		if (wb_block_free(wb, b)) {
-			wb->cursor = b + 1;
-			wb->used_blocks++;
-			*ret_block = b;
-			return 0;
-		}
-	}
-	return -ENOSPC;
-}
-
-static void wb_block_put(struct wb *wb, uint64_t b)
-{
-	if (wb->live[b] > 0)
-		wb->live[b]--;
-	if (wb_block_free(wb, b))
-		wb->used_blocks--;
-}
-
-/* An entry on disk (or on its way) is gone: its block loses an object. */
-void wb_entry_freed(struct daemon *d, struct entry *e)
-{
-	if (d->wb && (e->where == ENTRY_ON_DISK || e->where == ENTRY_WRITING))
-		wb_block_put(d->wb, e->disk / WB_BLOCK);
-}
 
 static struct wb_io *wb_io_new(enum wb_op op)
 {
@@ -156,66 +115,6 @@ static int wb_submit(struct wb *wb, struct wb_io *io)
 	return 0;
 }
 
-static struct entry_lru *lru_of(struct daemon *d, const struct entry *e)
-{
-	return &d->lru[entry_as_is(e) ? ENTRY_LRU_RAW : ENTRY_LRU_COMP];
-}
-
-static void lru_del(struct daemon *d, struct entry *e)
-{
-	struct entry_lru *l = lru_of(d, e);
-
-	if (e->lru_prev)
-		e->lru_prev->lru_next = e->lru_next;
-	else if (l->head == e)
-		l->head = e->lru_next;
-	if (e->lru_next)
-		e->lru_next->lru_prev = e->lru_prev;
-	else if (l->tail == e)
-		l->tail = e->lru_prev;
-	e->lru_prev = e->lru_next = NULL;
-}
-
-void wb_lru_add(struct daemon *d, struct entry *e, bool oldest)
-{
-	struct entry_lru *l = lru_of(d, e);
-
-	if (oldest) {
-		e->lru_next = l->head;
-		if (l->head)
-			l->head->lru_prev = e;
-		l->head = e;
-		if (!l->tail)
-			l->tail = e;
-	} else {
-		e->lru_prev = l->tail;
-		if (l->tail)
-			l->tail->lru_next = e;
-		l->tail = e;
-		if (!l->head)
-			l->head = e;
-	}
-}
-
-void wb_lru_del(struct daemon *d, struct entry *e)
-{
-	lru_del(d, e);
-}
-
-/*
- * Pages stored as they are leave first, then the compressed ones, oldest
- * first within each.  Either costs one read when it is wanted back, but a
- * page stored as it is gives the pool a whole page of room for it, a
- * compressed one a few hundred bytes: the pool keeps the most pages in
- * memory by writing the large ones out.  (Kernel zswap before 6.18 sent
- * such pages to swap at once.)  4 GiB hotcold, 768M limit, 256M pool, swap
- * file: 520 MiB of swap I/O in the window against 686 in one LRU of both.
- */
-static struct entry_lru *wb_next_lru(struct daemon *d)
-{
-	return d->lru[ENTRY_LRU_RAW].head ? &d->lru[ENTRY_LRU_RAW] : &d->lru[ENTRY_LRU_COMP];
-}
-
 /* Packs the oldest entries of that list into one block and writes it. */
 static int wb_write_one(struct daemon *d)
 {
@@ -227,41 +126,41 @@ static int wb_write_one(struct daemon *d)
 	io = wb_io_new(WB_WRITE);
 	if (!io)
 		return -ENOMEM;
-	r = wb_alloc_block(wb, &io->block);
+	r = swapmap_alloc(wb->map, &io->block);
 	if (r < 0)
 		goto fail;
-	for (struct entry *e = wb_next_lru(d)->head, *next; e && io->nentries < WB_MAX_PER_BLOCK;
-	     e = next) {
+	for (struct entry *e = entry_lru_next(d)->head, *next;
+	     e && io->nentries < SWAPMAP_MAX_PER_BLOCK; e = next) {
 		next = e->lru_next;
 		if (off + e->len > WB_BLOCK)
 			break;
 		memcpy(io->buf + off, pool_map(d->pool, e->val), e->len);
-		lru_del(d, e);
+		entry_lru_del(d, e);
 		e->readahead = 0; /* read ahead and never used: written back again */
 		entry_get(e); /* the write holds it until it completes */
 		e->where = ENTRY_WRITING;
 		e->disk = io->block * WB_BLOCK + off;
 		io->entries[io->nentries++] = e;
-		wb->live[io->block]++;
+		swapmap_get(wb->map, io->block);
 		off += e->len;
 	}
 	if (io->nentries == 0) {
-		wb->used_blocks--;
+		swapmap_unalloc(wb->map, io->block);
 		r = 0;
 		goto fail;
 	}
 	memset(io->buf + off, 0, WB_BLOCK - off);
-	wb->writing[io->block] = 1;
+	swapmap_set_writing(wb->map, io->block, true);
 	r = wb_submit(wb, io);
 	if (r < 0) {
 		/* Not even submitted: everything goes back as it was. */
-		wb->writing[io->block] = 0;
+		swapmap_set_writing(wb->map, io->block, false);
 		for (unsigned i = io->nentries; i-- > 0;) {
 			struct entry *e = io->entries[i];
 
 			e->where = ENTRY_IN_POOL;
-			wb_block_put(wb, io->block);
-			wb_lru_add(d, e, true);
+			swapmap_put(wb->map, io->block);
+			entry_lru_add(d, e, true);
 			entry_put(d, e);
 		}
 		goto fail;
@@ -289,14 +188,14 @@ void wb_run(struct daemon *d)
 
 	if (!wb || d->stopping || now_usec() < wb->backoff_until)
 		return;
-	while (wb->inflight < WB_WRITE_BLOCKS && wb_next_lru(d)->head && wb_pool_over_threshold(d)) {
+	while (wb->inflight < WB_WRITE_BLOCKS && entry_lru_next(d)->head && wb_pool_over_threshold(d)) {
 		r = wb_write_one(d);
 		if (r == 0)
 			break;
 		if (r < 0) {
 			if (r == -ENOSPC && !wb->error_streak)
 				log_warning("swap file full (%llu blocks): pool entries stay in memory",
-					    (unsigned long long)wb->nblocks);
+					    (unsigned long long)swapmap_nblocks(wb->map));
 			else if (!wb->error_streak)
 				log_warning_errno(r, "writeback failed: %m; retrying in 5 s");
 			wb->error_streak = true;
@@ -312,7 +211,7 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
 	struct wb *wb = d->wb;
 	bool ok = res == (int)WB_BLOCK;
 
-	wb->writing[io->block] = 0;
+	swapmap_set_writing(wb->map, io->block, false);
 	if (!ok) {
 		d->st.writeback_errors++;
 		if (!wb->error_streak)
@@ -338,9 +237,9 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
 				e->where = ENTRY_ON_DISK;
 				d->st.written_back_pages++;
 			} else {
-				wb_block_put(wb, io->block);
+				swapmap_put(wb->map, io->block);
 				e->where = ENTRY_IN_POOL;
-				wb_lru_add(d, e, true);
+				entry_lru_add(d, e, true);
 			}
 		}
 		entry_put(d, e);
@@ -352,7 +251,7 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
  * Starts the read a fault on an on-disk entry needs.  The fault is answered
  * in wb_read_done(); until then the faulting thread waits, and nothing else.
  */
-int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
+int wb_read(struct target *t, uint64_t addr, struct entry *e)
 {
 	struct wb *wb = t->d->wb;
 	unsigned at = (unsigned)(e->disk % WB_BLOCK), unit;
@@ -374,7 +273,7 @@ int wb_read(struct target *t, const struct uffd_msg *msg, struct entry *e)
 	io->off = at / unit * unit;
 	io->len = (at + e->len + unit - 1) / unit * unit - io->off;
 	io->target = t;
-	io->msg = *msg;
+	io->addr = addr;
 	io->entry = e;
 	entry_get(e);
 	r = wb_submit(wb, io);
@@ -407,18 +306,11 @@ static void wb_unlink_read(struct target *t, struct wb_io *io)
 	}
 }
 
-static int wb_poison(struct target *t, uint64_t addr)
-{
-	struct uffdio_poison p = { .range = { .start = addr, .len = ZS_PAGE_SIZE } };
-
-	return ioctl(t->uffd_w.fd, UFFDIO_POISON, &p) < 0 ? -errno : 0;
-}
-
 static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 {
 	struct target *t = io->target;
 	struct entry *e = io->entry;
-	uint64_t addr = io->msg.arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
+	uint64_t addr = io->addr;
 	int r;
 
 	e->reads--;
@@ -430,7 +322,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		 * too), discarded or moved: what we read is no longer the page
 		 * there, and mapping it would put older contents over a page
 		 * evicted since.  Whoever still waits faults again. */
-		uffd_wake(t, addr, ZS_PAGE_SIZE);
+		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
 		goto out;
 	}
 	r = res == (int)io->len
@@ -443,30 +335,27 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		log_error_errno(res < 0 ? res : r,
 				"pid %d: cannot read back page %#llx from the swap file: %m",
 				(int)t->pid, (unsigned long long)addr);
-		if (wb_poison(t, addr) < 0) {
+		if (uffd_poison(t->uffd_w.fd, addr) < 0) {
 			target_kill(t, "swap read failed");
 		} else {
 			/* The access now gets SIGBUS, and no fault: the entry is
 			 * of no use, and read again it would poison twice
 			 * (EEXIST), which kills the target. */
 			idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
+			t->compressed_bytes -= e->len;
 			entry_put(d, e);
 		}
 		goto out;
 	}
 	d->st.swap_reads++;
 	d->st.swap_read_bytes += io->len;
-	r = uffd_fill_checked(t, addr, fault_copy_page(t, addr, d->page_buf, true));
+	r = target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, d->page_buf, true));
 	if (r == 0 || r == -EEXIST) {
-		idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
-		target_note_refault(t, addr, e);
-		t->loads++;
-		d->st.loads++;
+		target_page_loaded(t, addr, e);
 		t->faults_since_check++;
-		entry_put(d, e);
 	}
 	if (r != 0)
-		uffd_wake(t, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
+		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
 out:
 	entry_put(d, e);
 	wb_io_free(io);
@@ -534,7 +423,7 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 	    entry_pool_size(d) + e->len <= d->pool_limit &&
 	    pool_alloc(d->pool, e->len, &handle) == 0) {
 		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);
-		wb_block_put(d->wb, e->disk / WB_BLOCK);
+		swapmap_put(d->swapmap, e->disk / WB_BLOCK);
 		e->val = handle;
 		e->where = ENTRY_IN_POOL;
 		e->readahead = 1;
@@ -542,7 +431,7 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 		d->st.readahead_pages++;
 		d->st.swap_reads++;
 		d->st.swap_read_bytes += WB_BLOCK;
-		wb_lru_add(d, e, false);
+		entry_lru_add(d, e, false);
 	}
 	entry_put(d, e);
 	wb_io_free(io);
@@ -587,11 +476,6 @@ int wb_load_sync(struct daemon *d, const struct entry *e, void *page)
 	return r;
 }
 
-uint64_t wb_used_bytes(const struct daemon *d)
-{
-	return d->wb ? d->wb->used_blocks * WB_BLOCK : 0;
-}
-
 /*
  * The unit O_DIRECT reads this file in: statx's DIOALIGN (Linux 6.1+),
  * else a whole block.  Buffers are block-aligned, which satisfies any
@@ -613,6 +497,7 @@ static unsigned wb_read_align(int fd)
 int wb_open(struct daemon *d)
 {
 	const char *path = d->cfg.swap_file;
+	uint64_t nblocks;
 	struct wb *wb;
 	struct stat st;
 	int r;
@@ -633,24 +518,21 @@ int wb_open(struct daemon *d)
 	}
 	fchmod(wb->fd, 0600);
 	wb->read_align = wb_read_align(wb->fd);
-	wb->nblocks = d->cfg.swap_file_size / WB_BLOCK;
-	r = fallocate(wb->fd, 0, 0, (off_t)(wb->nblocks * WB_BLOCK));
+	nblocks = d->cfg.swap_file_size / WB_BLOCK;
+	r = fallocate(wb->fd, 0, 0, (off_t)(nblocks * WB_BLOCK));
 	if (r < 0) {
 		/* A sparse file still works until the disk fills; writes then fail
 		 * with ENOSPC, are counted, and the entries stay in the pool. */
 		log_warning_errno(-errno, "Cannot preallocate %s: %m; continuing with a sparse file",
 				  path);
-		if (ftruncate(wb->fd, (off_t)(wb->nblocks * WB_BLOCK)) < 0) {
+		if (ftruncate(wb->fd, (off_t)(nblocks * WB_BLOCK)) < 0) {
 			r = log_error_errno(-errno, "Failed to size swap file %s: %m", path);
 			goto fail_close;
 		}
 	}
-	wb->live = calloc(wb->nblocks, sizeof(*wb->live));
-	wb->writing = calloc(wb->nblocks, 1);
-	if (!wb->live || !wb->writing) {
-		r = -ENOMEM;
-		goto fail_arrays;
-	}
+	r = swapmap_new(nblocks, &wb->map);
+	if (r < 0)
+		goto fail_close;
 	r = io_uring_queue_init(WB_QUEUE_DEPTH, &wb->ring, 0);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up io_uring: %m");
@@ -659,21 +541,21 @@ int wb_open(struct daemon *d)
 	wb->w.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	wb->w.fn = wb_ready;
 	if (wb->w.fd < 0 || io_uring_register_eventfd(&wb->ring, wb->w.fd) < 0 ||
-	    loop_add(d, &wb->w, EPOLLIN) < 0) {
+	    watch_add(d->epfd, &wb->w, EPOLLIN) < 0) {
 		r = log_error_errno(-errno, "Failed to watch io_uring completions: %m");
 		goto fail_ring;
 	}
 	d->wb = wb;
+	d->swapmap = wb->map;
 	log_info("writeback tier: %s, %llu MiB, faults read %u-byte units", path,
-		 (unsigned long long)(wb->nblocks * WB_BLOCK >> 20), wb->read_align);
+		 (unsigned long long)(nblocks * WB_BLOCK >> 20), wb->read_align);
 	return 0;
 fail_ring:
 	if (wb->w.fd >= 0)
 		close(wb->w.fd);
 	io_uring_queue_exit(&wb->ring);
 fail_arrays:
-	free(wb->live);
-	free(wb->writing);
+	swapmap_free(wb->map);
 fail_close:
 	close(wb->fd);
 fail_free:
@@ -687,14 +569,14 @@ void wb_close(struct daemon *d)
 
 	if (!wb)
 		return;
-	loop_del(d, &wb->w);
+	watch_del(d->epfd, &wb->w);
 	close(wb->w.fd);
 	io_uring_queue_exit(&wb->ring);
 	close(wb->fd);
-	free(wb->live);
-	free(wb->writing);
+	swapmap_free(wb->map);
 	free(wb);
 	d->wb = NULL;
+	d->swapmap = NULL;
 }
 
 bool wb_busy(const struct daemon *d)

@@ -203,8 +203,8 @@ struct zs_uffd {
 #define ZS_STAGING_MAX_SLOTS 1024
 
 /*
- * zswapd registers memory in chunks of this size, aligned (hazard 5), so
- * that is where the mappings of a served process split.  An agent that
+ * zswapd registers memory in chunks of this size, aligned (hazard 5 in
+ * docs/design.md), so that is where the mappings of a served process split.  An agent that
  * drops with MADV_DONTNEED drops one chunk at a time: its range then lies
  * in one mapping, one REMOVE event.
  */

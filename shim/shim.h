@@ -14,13 +14,13 @@
 #define SHIM_PAGE 4096u
 /* The agent's own memory: its stack, then one message buffer.  Mapped apart
  * and excluded from eviction, so the agent never faults on a page it would
- * have to ask itself for (DESIGN.md hazard 7). */
+ * have to ask itself for (hazard 7, docs/design.md). */
 #define SHIM_AGENT_STACK (1024u * 1024) /* virtual: only what it touches is resident; ThreadSanitizer wants 900 KiB */
 #define SHIM_AGENT_AREA (SHIM_AGENT_STACK + 2u * 65536u) /* stack, receive, reply */
 
 struct shim {
 	int sock;	   /* connection to zswapd, close-on-exec */
-	int uffd;	   /* our copy of our uffd: keeps registrations alive (hazard 2) */
+	int uffd;	   /* our copy of our uffd: keeps registrations alive (hazard 2, docs/design.md) */
 	uint8_t *beacon;   /* one page zswapd keeps registered and empty */
 	uint8_t *staging;  /* shared with zswapd: where evicted pages are copied */
 	size_t staging_len;

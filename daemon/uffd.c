@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * uffd.c - the UFFDIO_* ioctls, each turned into 0 or -errno once (uffd.h
+ * holds the contract).  Knows nothing of targets or the daemon.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "compat.h"
+#include "uffd.h"
+
+static int uffd_ioctl(int fd, unsigned long req, void *arg)
+{
+	return ioctl(fd, req, arg) < 0 ? -errno : 0;
+}
+
+int uffd_api(int fd, uint64_t features, uint64_t *ret_features)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	int r = uffd_ioctl(fd, UFFDIO_API, &api);
+
+	if (r == 0 && ret_features)
+		*ret_features = api.features;
+	return r;
+}
+
+int uffd_register(int fd, uint64_t start, uint64_t len)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+
+	return uffd_ioctl(fd, UFFDIO_REGISTER, &reg);
+}
+
+int uffd_unregister(int fd, uint64_t start, uint64_t len)
+{
+	struct uffdio_range range = { .start = start, .len = len };
+
+	return uffd_ioctl(fd, UFFDIO_UNREGISTER, &range);
+}
+
+int uffd_wake(int fd, uint64_t addr, uint64_t len)
+{
+	struct uffdio_range range = { .start = addr, .len = len };
+
+	return uffd_ioctl(fd, UFFDIO_WAKE, &range);
+}
+
+int uffd_copy(int fd, uint64_t addr, const void *page, bool wake)
+{
+	struct uffdio_copy copy = {
+		.dst = addr,
+		.src = (uint64_t)(uintptr_t)page,
+		.len = ZS_PAGE_SIZE,
+		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
+	};
+
+	return uffd_ioctl(fd, UFFDIO_COPY, &copy);
+}
+
+int uffd_zeropage(int fd, uint64_t addr)
+{
+	struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE }, .mode = 0 };
+
+	return uffd_ioctl(fd, UFFDIO_ZEROPAGE, &zp);
+}
+
+int uffd_writeprotect(int fd, uint64_t addr, uint64_t len, bool protect)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = addr, .len = len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return uffd_ioctl(fd, UFFDIO_WRITEPROTECT, &wp);
+}
+
+int uffd_poison(int fd, uint64_t addr)
+{
+	struct uffdio_poison p = { .range = { .start = addr, .len = ZS_PAGE_SIZE } };
+
+	return uffd_ioctl(fd, UFFDIO_POISON, &p);
+}
+
+ssize_t uffd_read_msgs(int fd, struct uffd_msg *msgs, size_t max)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, msgs, max * sizeof(*msgs));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	if (n == 0 || n % (ssize_t)sizeof(*msgs))
+		return -EIO;
+	return n / (ssize_t)sizeof(*msgs);
+}
+
+int uffd_msgs_push(struct uffd_msg **msgs, uint32_t *n, uint32_t *cap, const struct uffd_msg *msg)
+{
+	if (*n == *cap) {
+		uint32_t c = *cap ? *cap * 2 : 16;
+		struct uffd_msg *m = realloc(*msgs, c * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		*msgs = m;
+		*cap = c;
+	}
+	(*msgs)[(*n)++] = *msg;
+	return 0;
+}
