@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """report.py - turns the raw figures run.sh left for each case of the
-side-by-side benchmark into results/compare.json, compare.md and compare.png
-(with --writeback: of the issue-4 writeback benchmark, into
-results/writeback.json and writeback.md; with --workers: of the N concurrent
-jobs, into workers.json, .md and .png; with --redis: of the redis run, into
-redis.json and .md; with --pairs: of the rounds of kernel zswap against
-zswapd, into pairs.json and .md).
+side-by-side benchmark into compare.json, compare.md and compare.png in the
+--out directory (run.sh passes its output directory: build/bench unless
+BENCH_OUT says otherwise; see docs/benchmarks.md).  With --writeback: of the
+writeback benchmark, into writeback.json and writeback.md; with --workers: of
+the N concurrent jobs, into workers.json, .md and .png; with --redis: of the
+redis run, into redis.json and .md; with --pairs: of the rounds of kernel
+zswap against zswapd, into pairs.json and .md.
 
 Each case directory holds: meta (key=value, written by run.sh),
 workload.json (the workload's own output), and two snapshots taken while the
@@ -270,7 +271,7 @@ How to read it:
   and it can here: there is a swap file), store_incompressible = yes.
 - pages in: kernel pswpin + zswpin + swpin_zero deltas from /proc/vmstat (pswpin includes
   readahead); zswapd: its `loads`. faults/access: pages in / accesses in the window
-  (issue 3's measure: at most 1.2x the kernel's). swap I/O: (pswpin + pswpout) × 4 KiB.
+  (zswapd's target: at most 1.2x the kernel's). swap I/O: (pswpin + pswpout) × 4 KiB.
 - CPU: the workload's user+sys over the window (the kernel's reclaim, compression and
   swap-in run there) + zswapd's utime+stime.
 - pool/orig: pool_total_size / (stored_pages × 4 KiB) at the end of the window (kernel:
@@ -283,8 +284,9 @@ How to read it:
 - After the window every page is read back and checked against what the workload wrote
   (the budget is lifted first, so that this takes seconds, not minutes); a lost write or
   a corrupted page fails the run (status CORRUPT, exit 1).
-- OOM-killed: the kernel killed the workload (ANCHORS.md: kernel zswap under small cgroup
-  v1 budgets does); reported, not a failure of the benchmark."""
+- OOM-killed: the kernel killed the workload (kernel zswap under small cgroup v1 budgets
+  does, as seen on both machine kinds these benchmarks ran on); reported, not a failure
+  of the benchmark."""
 
 
 def plot(cases, size, out_png):
@@ -767,7 +769,7 @@ How to read it:
   the budget with a swap file and shrinker_enabled=Y; zswapd with `zswapctl limit` = the
   budget, its pool on top as the kernel's is, store_incompressible = yes.
 - ratio: zswapd's accesses/s over the kernel's, per round; "medians" is the ratio of the
-  two medians. faults/access as in compare (issue 3: at most 1.2x the kernel's).
+  two medians. faults/access as in compare (zswapd's target: at most 1.2x the kernel's).
 - A run that did not finish ok has no figures and is left out of the medians."""
 
 

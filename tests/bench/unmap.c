@@ -13,8 +13,9 @@
  *   dontneed1  madvise(MADV_DONTNEED) of one page
  *   pmadvise   process_madvise(MADV_DONTNEED) of 512 single pages per call
  *   pmadvise_uffd  the same on memory registered with a uffd that reports
- *              REMOVE events (as zswapd's must, hazard 4), read by another
- *              thread of this process as fast as it can
+ *              REMOVE events (as zswapd's must: hazard 4 in
+ *              docs/design.md), read by another thread of this process as
+ *              fast as it can
  * each with this process's other thread idle, then spinning on another CPU:
  * a page taken out must then leave that CPU's TLB too, by IPI (in a VM a
  * hypercall).  The kernel's own reclaim batches that flush over many pages;
