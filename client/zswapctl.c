@@ -6,6 +6,8 @@
  *   zswapctl list [--json]           the processes served
  *   zswapctl reclaim PID SIZE        evict up to SIZE of PID's memory now
  *   zswapctl limit PID SIZE|none     keep PID's resident anonymous memory under SIZE
+ *   zswapctl limit --all [SIZE|none]             one budget for every served process
+ *   zswapctl limit --cgroup PATH [SIZE|none]     ... for those of a memory cgroup
  *   zswapctl run -- CMD [ARGS...]    start CMD opted in (LD_PRELOAD=libzswap.so)
  *
  * Exit codes: 0 done, 1 failed (the reason on stderr), 2 usage error.
@@ -37,6 +39,9 @@ static int usage(FILE *f, int code)
 		"  list [--json]           show the processes zswapd serves\n"
 		"  reclaim PID SIZE        evict up to SIZE (K, M, G suffixes) of PID's memory now\n"
 		"  limit PID SIZE|none     keep PID's resident anonymous memory at or under SIZE\n"
+		"  limit --all [SIZE|none] one budget for all served processes, coldest give first\n"
+		"  limit --cgroup PATH [SIZE|none]\n"
+		"                          the same for the served processes of a memory cgroup\n"
 		"  restore PID             bring every evicted page of PID back, lifting its limit\n"
 		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
 		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
@@ -234,20 +239,27 @@ static int cmd_list(int argc, char **argv)
 			printf(",\"resident_pages\":%llu,"
 			       "\"evicted_pages\":%llu,\"compressed_bytes\":%llu,\"stores\":%llu,"
 			       "\"loads\":%llu,\"invalidates\":%llu,\"limit_bytes\":%llu,"
-			       "\"hot_pages\":%llu}",
+			       "\"hot_pages\":%llu,\"stall_usec\":%llu,\"stall_usec_per_min\":%llu,"
+			       "\"refaults_per_min\":%llu,\"proactive_backoff\":%u,\"cgroup\":",
 			       (unsigned long long)ti[i].resident_pages,
 			       (unsigned long long)ti[i].evicted_pages,
 			       (unsigned long long)ti[i].compressed_bytes,
 			       (unsigned long long)ti[i].stores, (unsigned long long)ti[i].loads,
 			       (unsigned long long)ti[i].invalidates,
 			       (unsigned long long)ti[i].limit_bytes,
-			       (unsigned long long)ti[i].hot_pages);
+			       (unsigned long long)ti[i].hot_pages,
+			       (unsigned long long)ti[i].stall_usec,
+			       (unsigned long long)ti[i].stall_usec_per_min,
+			       (unsigned long long)ti[i].refaults_per_min, ti[i].proactive_backoff);
+			print_json_string(ti[i].cgroup);
+			putchar('}');
 		}
 		puts("]");
 		return 0;
 	}
-	printf("%8s %-16s %10s %10s %12s %10s %10s %10s %10s\n", "PID", "COMMAND", "RESIDENT",
-	       "EVICTED", "COMPRESSED", "LIMIT", "HOT", "STORES", "LOADS");
+	printf("%8s %-16s %10s %10s %12s %10s %10s %10s %10s %10s %10s\n", "PID", "COMMAND",
+	       "RESIDENT", "EVICTED", "COMPRESSED", "LIMIT", "HOT", "STORES", "LOADS", "REFAULT/M",
+	       "STALL/M");
 	for (size_t i = 0; i < n; i++) {
 		char res[16], ev[16], comp[16], lim[16] = "-", hot[16], comm[ZS_COMM_LEN];
 
@@ -260,9 +272,10 @@ static int cmd_list(int argc, char **argv)
 		memcpy(comm, ti[i].comm, sizeof(comm));
 		comm[sizeof(comm) - 1] = '\0';
 		sanitize_comm(comm);
-		printf("%8u %-16s %10s %10s %12s %10s %10s %10llu %10llu\n", ti[i].pid, comm, res,
-		       ev, comp, lim, hot, (unsigned long long)ti[i].stores,
-		       (unsigned long long)ti[i].loads);
+		printf("%8u %-16s %10s %10s %12s %10s %10s %10llu %10llu %10llu %8llums\n", ti[i].pid,
+		       comm, res, ev, comp, lim, hot, (unsigned long long)ti[i].stores,
+		       (unsigned long long)ti[i].loads, (unsigned long long)ti[i].refaults_per_min,
+		       (unsigned long long)(ti[i].stall_usec_per_min / 1000));
 	}
 	return 0;
 }
@@ -338,6 +351,54 @@ static int cmd_restore(int argc, char **argv)
 	return 0;
 }
 
+/* limit --all [SIZE|none], limit --cgroup PATH [SIZE|none]; no SIZE: how it stands. */
+static int cmd_limit_group(int argc, char **argv)
+{
+	struct zs_group req = { 0 };
+	const struct zs_group_reply *rep;
+	const struct zs_hdr *h;
+	bool all = strcmp(argv[1], "--all") == 0;
+	const char *size, *name;
+	char bud[16], res[16], lim[16], use[16];
+
+	if (all ? argc > 3 : argc < 3 || argc > 4)
+		return usage(stderr, EXIT_USAGE);
+	size = argc == (all ? 3 : 4) ? argv[argc - 1] : NULL;
+	if (all) {
+		req.flags = ZS_GROUP_ALL;
+	} else if (argv[2][0] != '/' || strlen(argv[2]) >= sizeof(req.cgroup)) {
+		fprintf(stderr, "zswapctl: '%s' is not a cgroup path (as /proc/PID/cgroup names it, "
+				"e.g. /system.slice/foo.service)\n", argv[2]);
+		return EXIT_USAGE;
+	} else {
+		strcpy(req.cgroup, argv[2]);
+	}
+	if (!size)
+		req.flags |= ZS_GROUP_QUERY;
+	else if (strcmp(size, "none") != 0 && (size_parse(size, &req.bytes) < 0 || req.bytes == 0)) {
+		fprintf(stderr, "zswapctl: '%s' is not a size (e.g. 64M, 1G) or 'none'\n", size);
+		return EXIT_USAGE;
+	}
+	if (ctl_call(ZS_GROUP, &req, sizeof(req), ZS_GROUP_REPLY, &h) < 0)
+		return 1;
+	rep = proto_payload(h);
+	name = all ? "all served processes" : req.cgroup;
+	size_format(rep->resident_bytes, res, sizeof(res));
+	if (rep->budget_bytes) {
+		size_format(rep->budget_bytes, bud, sizeof(bud));
+		printf("%s: %u processes, resident %s, budget %s", name, rep->members, res, bud);
+	} else {
+		printf("%s: %u processes, resident %s, no budget", name, rep->members, res);
+	}
+	if (rep->limit_bytes) {
+		size_format(rep->limit_bytes, lim, sizeof(lim));
+		size_format(rep->usage_bytes, use, sizeof(use));
+		printf("; cgroup limit %s followed, usage %s", lim, use);
+	}
+	putchar('\n');
+	return 0;
+}
+
 static int cmd_limit(int argc, char **argv)
 {
 	struct zs_limit req = { 0 };
@@ -345,6 +406,8 @@ static int cmd_limit(int argc, char **argv)
 	const struct zs_hdr *h;
 	char lim[16], res[16];
 
+	if (argc >= 2 && (!strcmp(argv[1], "--all") || !strcmp(argv[1], "--cgroup")))
+		return cmd_limit_group(argc, argv);
 	if (argc != 3)
 		return usage(stderr, EXIT_USAGE);
 	if (parse_pid(argv[1], &req.pid) < 0) {

@@ -269,7 +269,34 @@ static const struct cfg_key cfg_keys[] = {
 	 * stays resident, short enough that a phase change is followed.
 	 */
 	{ "hot_window_seconds", cfg_parse_uint, CFG_FIELD(hot_window_seconds), "10", 1, 3600, NULL },
-	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(idle_evict_seconds), "0", 0, 86400, NULL },
+	/*
+	 * Proactive eviction (proactive.c), on by default as the kernel's
+	 * TMO/Senpai and Google's far memory are: a page not wanted back for
+	 * this long (the cold age; Google's was 120 s) is compressed.  0 = off.
+	 */
+	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(idle_evict_seconds), "120", 0, 86400, NULL },
+	/*
+	 * ... while the process's refault rate stays under this many pages per
+	 * minute per 1000 pages of its anonymous memory (Google's target: 0.2%
+	 * a minute) and the stall zswapd causes it under this many permille of
+	 * each second (1%: a fault served in ~30 us, 330 of them a second).
+	 * Over either, its sweeps come half as often, up to 16 times less.
+	 */
+	{ "proactive_refault_permille", cfg_parse_uint, CFG_FIELD(proactive_refault_permille), "2", 0,
+	  1000, NULL },
+	{ "proactive_stall_permille", cfg_parse_uint, CFG_FIELD(proactive_stall_permille), "10", 0, 1000,
+	  NULL },
+	/*
+	 * A served process in a memory cgroup with a limit: keep the cgroup's
+	 * usage this far under it by evicting its cold pages (group.c).
+	 * Without swap, a cgroup that reaches its limit with nothing the kernel
+	 * can reclaim calls the OOM killer; 10% of 1 GiB is 100 MiB, what a
+	 * process faulting at 1 GB/s adds between two looks (100 ms).
+	 */
+	{ "follow_cgroup_limits", cfg_parse_bool, CFG_FIELD(follow_cgroup_limits), "yes", 0, 0,
+	  "yes or no" },
+	{ "cgroup_headroom_percent", cfg_parse_uint, CFG_FIELD(cgroup_headroom_percent), "10", 1, 50,
+	  NULL },
 	{ "default_limit_percent", cfg_parse_uint, CFG_FIELD(default_limit_percent), "0", 0, 100, NULL },
 };
 

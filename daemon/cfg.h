@@ -43,7 +43,11 @@ struct cfg {
 	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
 	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */
 	unsigned hot_window_seconds;	   /* 1..3600: a refaulted page is left alone this long */
-	unsigned idle_evict_seconds;	   /* 0..86400: evict what was not wanted back for this long; 0 = off */
+	unsigned idle_evict_seconds;	   /* 0..86400: the cold age of proactive eviction; 0 = off */
+	unsigned proactive_refault_permille; /* 0..1000: refaults a minute per 1000 pages before backing off */
+	unsigned proactive_stall_permille; /* 0..1000: stall per second before backing off */
+	bool follow_cgroup_limits;	   /* keep served processes' cgroups under their limits */
+	unsigned cgroup_headroom_percent;  /* 1..50: how far under */
 	unsigned default_limit_percent;	   /* 0..100: resident share of anon memory for targets without a limit; 0 = none */
 };
 

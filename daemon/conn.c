@@ -221,6 +221,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	case ZS_RECLAIM:
 	case ZS_LIMIT:
 	case ZS_RESTORE:
+	case ZS_GROUP:
 		if (c->kind == CONN_SHIM)
 			return -EBADMSG;
 		c->kind = CONN_CTL;

@@ -57,6 +57,11 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		ti->invalidates = t->invalidates;
 		ti->limit_bytes = reclaim_limit_of(t, ti->resident_pages * ZS_PAGE_SIZE);
 		ti->hot_pages = target_hot_pages(t);
+		ti->stall_usec = t->stall_usec;
+		ti->stall_usec_per_min = rate_per_minute(&t->stall_rate);
+		ti->refaults_per_min = rate_per_minute(&t->loads_rate);
+		ti->proactive_backoff = t->proactive_backoff ? t->proactive_backoff : 1;
+		memcpy(ti->cgroup, t->cgroup, sizeof(ti->cgroup) - 1); /* calloc'd: NUL at the end */
 		n++;
 	}
 	r = proto_send(c->w.fd, ZS_LIST_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);
@@ -140,6 +145,26 @@ static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 	return proto_send(c->w.fd, ZS_LIMIT_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
 }
 
+/* zswapctl limit --all|--cgroup: root only, as the group spans users. */
+static int ctl_group(struct conn *c, const struct zs_hdr *h)
+{
+	const struct zs_group *req = proto_payload(h);
+	struct zs_group_reply rep = { 0 };
+	bool query = req->flags & ZS_GROUP_QUERY;
+	const char *why;
+	int r;
+
+	if (!query && c->cred.uid != 0) {
+		c->d->st.denied++;
+		return proto_send_error(c->w.fd, h->seq, -EPERM,
+					"only root may set a budget for a group of processes");
+	}
+	r = group_set(c->d, req->cgroup, req->bytes, query, &rep, &why);
+	if (r < 0)
+		return proto_send_error(c->w.fd, h->seq, r, why ? why : "cannot set the budget");
+	return proto_send(c->w.fd, ZS_GROUP_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
+}
+
 static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_restore *req = proto_payload(h);
@@ -171,6 +196,8 @@ int ctl_handle(struct conn *c, const struct zs_hdr *h)
 		return ctl_limit(c, h);
 	case ZS_RESTORE:
 		return ctl_restore(c, h);
+	case ZS_GROUP:
+		return ctl_group(c, h);
 	default:
 		return -EBADMSG;
 	}

@@ -21,6 +21,9 @@
  *                       then the reaper
  *   conn, ctl, stats    the control socket
  *   drain, restore      stop; swapoff for one process
+ *   group, proactive    budgets of many processes, cgroup limits; cold
+ *                       pages evicted unasked
+ *   pressure            the host's memory pressure (PSI)
  *   fault               the uffd reader: faults and events (invalidate)
  *   reclaim             how much to evict, and when
  *   evict               the store: a batch's start, commit and abort
@@ -30,7 +33,8 @@
  *   wb                  writeback: the swap file's I/O
  *   target              one served mm: its index and its uffd
  *   entry               stored pages, refcounts, the writeback LRU
- *   uffd, watch, swapmap, pool, idx, comp, hot, loadlog, vmscan, proto, util
+ *   uffd, watch, swapmap, cgroup, pool, idx, comp, hot, loadlog, rate, vmscan,
+ *   proto, util
  * A low object that finds something dead marks it (target->dead,
  * conn->doomed); the reaper at the end of the turn (loop.c) cancels,
  * aborts and frees, from the top down, so no handler frees what a caller
@@ -46,9 +50,11 @@
 #include <linux/userfaultfd.h>
 
 #include "cfg.h"
+#include "cgroup.h"
 #include "hot.h"
 #include "loadlog.h"
 #include "proto.h"
+#include "rate.h"
 #include "vmscan.h"
 #include "watch.h"
 #include "zswap_proto.h"
@@ -265,8 +271,33 @@ struct target {
 	bool drained;	      /* stop: every page is back and registrations are gone */
 	/* per-target figures for `zswapctl list` */
 	uint64_t stores, loads, invalidates, compressed_bytes;
+	uint64_t stall_usec; /* its threads waited on faults we served (target_note_stall) */
+	struct rate loads_rate, stall_rate; /* both over the last minute */
+	uint64_t started_usec; /* when it was first served */
+	char cgroup[CGROUP_PATH_MAX]; /* its memory cgroup ("/" the root, "" unknown): groups */
+	uint64_t anon_pages; /* RssAnon at its group's last look (group.c) */
+	/* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
+	uint64_t proactive_next_usec, proactive_last_usec;
+	uint32_t proactive_backoff; /* the period is multiplied by this: 1, 2, 4 .. */
 	/* what its commits did, cumulative: bytes stored, pages refused */
 	uint64_t stored_bytes, refused;
+};
+
+/* Processes held under one budget: all, or a cgroup's (group.c). */
+struct group {
+	struct daemon *d;
+	struct group *next;
+	char cgroup[CGROUP_PATH_MAX]; /* "" = every served process */
+	uint64_t budget;   /* the operator's, for the members' RssAnon; 0 = none */
+	bool follows;      /* the cgroup's own limit is followed */
+	uint64_t limit;    /* that limit, as last read */
+	uint64_t resident; /* the members' RssAnon at the last look */
+	uint64_t usage;    /* the cgroup's usage then (followed groups) */
+	uint32_t members;
+	bool over;	   /* over its goal at the last look: said once per change */
+	bool pressure_told;
+	bool pressure_pri; /* its pressure fd is a PSI trigger (POLLPRI), else an eventfd */
+	struct watch pressure_w; /* fd -1: no pressure events */
 };
 
 struct daemon {
@@ -298,7 +329,11 @@ struct daemon {
 	uint64_t last_housekeeping_usec;
 	uint64_t spin_mark; /* faults served when the loop last polled */
 	uint64_t last_limit_usec;
-	uint64_t last_idle_usec;
+	struct group *groups;
+	bool cgroups_changed; /* a process was named: group_refresh() before the next second */
+	struct watch pressure_w; /* the host's PSI trigger, fd -1 if none */
+	uint64_t pressure_until_usec;
+	bool pressure_told;
 	int exit_code;
 };
 
@@ -384,6 +419,12 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 void target_note_poor(struct target *t, uint64_t addr);
 uint64_t target_hot_pages(const struct target *t);
 uint64_t target_hot_window_ms(const struct target *t);
+/* How long a page that came back is remembered: the hot window, or the cold age if longer. */
+uint64_t target_hot_keep_ms(const struct target *t);
+/* A fault read at msg->reserved3 (fault.c) is served: the wait counts as stall. */
+void target_note_stall(struct target *t, const struct uffd_msg *msg);
+/* Once a second: its rates over the last minute. */
+void target_tick(struct target *t, uint64_t now_ms);
 #define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
 #define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
 
@@ -448,7 +489,10 @@ void evict_forget_child(struct daemon *d, struct target *child);
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
-void reclaim_idle_sweep(struct daemon *d);
+int reclaim_internal(struct target *t, uint64_t bytes, bool idle_only);
+uint64_t reclaim_pending_pages(const struct target *t);
+/* How far over a limit before acting, and how much under it to go then. */
+uint64_t reclaim_slack(uint64_t limit);
 void reclaim_enforce_limits(struct daemon *d, bool tick);
 void reclaim_progress(struct target *t);
 bool reclaim_picking(const struct daemon *d);
@@ -464,6 +508,26 @@ void fault_retry_all(struct daemon *d);
 bool fault_retry_pending(const struct daemon *d);
 void fault_release_throttled(struct daemon *d);
 bool fault_throttled_pending(const struct daemon *d);
+
+/* pressure.c: the host's memory pressure (PSI). */
+int pressure_open(struct daemon *d);
+void pressure_close(struct daemon *d);
+void pressure_note(struct daemon *d, const char *where);
+void pressure_tick(struct daemon *d);
+bool pressure_active(const struct daemon *d);
+
+/* proactive.c: cold pages evicted unasked, backing off on refaults and stall. */
+void proactive_run(struct daemon *d);
+uint64_t proactive_backed_off(const struct daemon *d);
+
+/* group.c: budgets of groups of processes, and followed cgroup limits. */
+struct group *group_find(struct daemon *d, const char *cgroup);
+void group_refresh(struct daemon *d);
+void group_enforce(struct daemon *d, bool tick);
+int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
+	      struct zs_group_reply *rep, const char **ret_why);
+bool group_any(const struct daemon *d);
+void group_free_all(struct daemon *d);
 
 /* restore.c */
 int restore_start(struct target *t, struct conn *c, uint32_t seq);

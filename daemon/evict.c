@@ -412,6 +412,7 @@ static void evict_finish(struct target *t, struct batch *b)
 
 		if (load_serve(t, addr, m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) == -EAGAIN)
 			uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
+		target_note_stall(t, m);
 	}
 	batch_free(b);
 }

@@ -215,7 +215,7 @@ static int evict_pick_log(struct target *t, struct pick *p, const struct evict_s
 			 * over it meanwhile, however long it stays resident. */
 			le.chances--;
 			le.when_ms = sk->now_ms;
-			hot_note(&t->hot, le.pgno, sk->now_ms, sk->hot_ms);
+			hot_note(&t->hot, le.pgno, sk->now_ms, target_hot_keep_ms(t));
 			t->d->st.hot_skips++;
 			(void)loadlog_push(&t->loads_log, &le);
 			continue;
@@ -245,7 +245,9 @@ int evict_pick(struct target *t)
 {
 	struct reclaim *rc = t->reclaim;
 	struct pick *p;
-	struct evict_skip sk = { t, now_usec() / 1000, target_hot_window_ms(t) };
+	/* A proactive sweep passes over what came back within the cold age. */
+	struct evict_skip sk = { t, now_usec() / 1000,
+				 rc && rc->idle_only ? target_hot_keep_ms(t) : target_hot_window_ms(t) };
 	struct vmscan_result got = { 0 };
 	uint64_t left;
 	int r;

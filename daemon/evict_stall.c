@@ -176,7 +176,9 @@ void evict_serve_stuck(struct target *t)
 			r = evict_serve_agent_fault(t, addr, slot, false);
 		else
 			r = load_serve(t, addr, msgs[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
-		if (r == -EAGAIN && evict_defer_fault(t, &msgs[i]) < 0)
+		if (r != -EAGAIN)
+			target_note_stall(t, &msgs[i]);
+		else if (evict_defer_fault(t, &msgs[i]) < 0)
 			uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE); /* it faults again */
 	}
 	free(msgs);

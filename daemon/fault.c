@@ -80,6 +80,22 @@ static int fault_throttle(struct target *t, const struct uffd_msg *msg)
 	return uffd_msgs_push(&t->throttled, &t->nthrottled, &t->throttled_cap, msg);
 }
 
+/*
+ * The kernel's PSI does not count a thread waiting in a userfaultfd fault:
+ * zswapd measures the stall it causes itself, from the moment it read the
+ * fault to the wake.  The read time rides in the message's reserved3 word,
+ * which the kernel leaves zero, through every queue a fault may wait in
+ * (retried, throttled, deferred on a batch).  Microseconds, modulo 2^32: a
+ * fault waits well under the 71 minutes that wrap takes.
+ */
+static void fault_stamp(struct uffd_msg *msgs, ssize_t n)
+{
+	uint32_t now = (uint32_t)now_usec();
+
+	for (ssize_t i = 0; i < n; i++)
+		msgs[i].reserved3 = now;
+}
+
 static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool may_throttle)
 {
 	uint64_t addr = msg->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
@@ -93,9 +109,10 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 		/* In a batch: the commit lifts it (our own agent: at once, with a
 		 * veto on dropping the page; anyone, once the batch is stuck:
 		 * evict_note_writer).  Elsewhere: a leftover, lift now. */
-		if (!evict_in_flight(t, addr, &slot))
+		if (!evict_in_flight(t, addr, &slot)) {
 			target_unprotect(t, addr, ZS_PAGE_SIZE);
-		else if (ptid == t->agent_tid)
+			target_note_stall(t, msg);
+		} else if (ptid == t->agent_tid)
 			evict_serve_agent_wp(t, addr, slot);
 		else
 			evict_note_writer(t, addr, slot);
@@ -134,8 +151,9 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 		t->d->st.faults_throttled++;
 		return;
 	}
-	if (load_serve(t, addr, msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) == -EAGAIN &&
-	    fault_queue_retry(t, msg) < 0)
+	if (load_serve(t, addr, msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != -EAGAIN)
+		target_note_stall(t, msg);
+	else if (fault_queue_retry(t, msg) < 0)
 		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
 }
 
@@ -204,6 +222,7 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 			target_kill(t, n == -EIO ? "uffd broken" : "uffd read failed");
 			return;
 		}
+		fault_stamp(msgs, n);
 		/*
 		 * Events first, then the faults read with them.  The kernel
 		 * lets the app go on with an event (fork, madvise, mremap) as

@@ -8,9 +8,11 @@
  * per-turn work, in an order that matters: faults waiting to be retried or
  * released first (they hold app threads), then the commits of eviction
  * batches and the next picks (reclaim), restores, writeback, compaction;
- * then the reaper frees what died this turn, from the top down; then, once
- * a second, housekeeping (sd_notify STATUS/WATCHDOG, the liveness probe of
- * targets without a pidfd, trimming the pool's slab cache).
+ * then the reaper frees what died this turn, from the top down; then the
+ * limits, group budgets and proactive sweeps (ten times a second); then,
+ * once a second, housekeeping (sd_notify STATUS/WATCHDOG, the liveness
+ * probe of targets without a pidfd, the rates of the last minute, the
+ * cgroups' limits, trimming the pool's slab cache).
  */
 #include <errno.h>
 
@@ -39,6 +41,8 @@ static void loop_compact(struct daemon *d)
 
 static bool loop_any_limit(const struct daemon *d)
 {
+	if (group_any(d))
+		return true;
 	for (const struct target *t = d->targets; t; t = t->next)
 		if (target_limited(t) && !t->dead)
 			return true;
@@ -56,7 +60,10 @@ static void loop_housekeeping(struct daemon *d)
 		if (tick)
 			d->last_limit_usec = now;
 		reclaim_enforce_limits(d, tick);
-		reclaim_idle_sweep(d);
+		if (d->cgroups_changed) /* a process that grows fast must not wait a second */
+			group_refresh(d);
+		group_enforce(d, tick);
+		proactive_run(d);
 	}
 
 	if (now - d->last_housekeeping_usec < LOOP_TICK_MS * 1000u)
@@ -67,6 +74,11 @@ static void loop_housekeeping(struct daemon *d)
 	for (t = d->targets; t; t = t->next)
 		if (t->pidfd_w.fd < 0 && !t->dead && !target_mm_alive(t))
 			target_kill(t, "mm gone");
+	for (t = d->targets; t; t = t->next)
+		target_tick(t, now / 1000);
+	if (!d->stopping)
+		group_refresh(d);
+	pressure_tick(d);
 	/* Empty slabs that sat in the pool's cache through a whole tick go back. */
 	pool_trim(d->pool);
 	notify_watchdog(d);

@@ -239,6 +239,10 @@ static void reload_config(struct daemon *d)
 	d->cfg.readahead_pages = c.readahead_pages;
 	d->cfg.hot_window_seconds = c.hot_window_seconds;
 	d->cfg.idle_evict_seconds = c.idle_evict_seconds;
+	d->cfg.proactive_refault_permille = c.proactive_refault_permille;
+	d->cfg.proactive_stall_permille = c.proactive_stall_permille;
+	d->cfg.follow_cgroup_limits = c.follow_cgroup_limits;
+	d->cfg.cgroup_headroom_percent = c.cgroup_headroom_percent;
 	d->cfg.default_limit_percent = c.default_limit_percent;
 	d->cfg.max_pool_percent = c.max_pool_percent;
 	d->cfg.max_pool_bytes = c.max_pool_bytes;
@@ -331,6 +335,9 @@ static int daemon_setup(struct daemon *d)
 	r = wb_open(d);
 	if (r < 0)
 		return r;
+	r = pressure_open(d);
+	if (r < 0)
+		return r;
 	/* Hazard 6 (docs/design.md): the pool must not itself be swapped
 	 * out under the clients, and the daemon must never fault on its own
 	 * memory while serving. */
@@ -383,6 +390,8 @@ static void daemon_teardown(struct daemon *d)
 	for (struct conn *c = d->conns; c; c = c->next)
 		c->doomed = "zswapd exiting";
 	loop_reap(d);
+	group_free_all(d);
+	pressure_close(d);
 	wb_close(d);
 	pool_free(d->pool);
 	comp_free(d->comp);
@@ -400,7 +409,8 @@ static void daemon_teardown(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1 };
+	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
+			    .pressure_w.fd = -1 };
 	struct args a = { 0 };
 	int ready_fd = -1, r;
 

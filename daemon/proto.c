@@ -51,7 +51,9 @@ _Static_assert(offsetof(struct zs_evict_done, result) == 16, "zs_evict_done");
 _Static_assert(sizeof(struct zs_reclaim) == 16, "zs_reclaim");
 _Static_assert(sizeof(struct zs_reclaim_reply) == 32, "zs_reclaim_reply");
 _Static_assert(sizeof(struct zs_stat) == 48, "zs_stat");
-_Static_assert(sizeof(struct zs_target_info) == 88, "zs_target_info");
+_Static_assert(sizeof(struct zs_target_info) == 216, "zs_target_info");
+_Static_assert(sizeof(struct zs_group) == 272, "zs_group");
+_Static_assert(sizeof(struct zs_group_reply) == 40, "zs_group_reply");
 _Static_assert(sizeof(struct zs_limit) == 16, "zs_limit");
 _Static_assert(sizeof(struct zs_limit_reply) == 16, "zs_limit_reply");
 _Static_assert(offsetof(struct zs_error, msg) == 4, "zs_error");
@@ -191,6 +193,19 @@ static int proto_check_records(const unsigned char *p, uint32_t len, size_t size
 	return 0;
 }
 
+static int proto_check_group(const unsigned char *p, uint32_t len)
+{
+	struct zs_group g;
+
+	if (len != sizeof(g))
+		return -EBADMSG;
+	memcpy(&g, p, sizeof(g));
+	if (!memchr(g.cgroup, '\0', sizeof(g.cgroup)) || (g.flags & ~(ZS_GROUP_ALL | ZS_GROUP_QUERY)))
+		return -EBADMSG;
+	/* exactly one of: every process, or a cgroup path */
+	return (g.flags & ZS_GROUP_ALL) == !g.cgroup[0] ? 0 : -EBADMSG;
+}
+
 /* {err, msg}: msg's only NUL is the payload's last byte. */
 static int proto_check_error(const unsigned char *p, uint32_t len)
 {
@@ -231,6 +246,10 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 		return proto_check_pid_request(p, len, sizeof(struct zs_restore));
 	case ZS_RESTORE_REPLY:
 		return proto_check_size(len, sizeof(struct zs_restore_reply));
+	case ZS_GROUP:
+		return proto_check_group(p, len);
+	case ZS_GROUP_REPLY:
+		return proto_check_size(len, sizeof(struct zs_group_reply));
 	case ZS_STATS_REPLY:
 		return proto_check_records(p, len, sizeof(struct zs_stat),
 					   offsetof(struct zs_stat, name), ZS_STAT_NAME);

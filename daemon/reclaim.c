@@ -149,21 +149,25 @@ int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes
 }
 
 /*
- * idle_evict_seconds: a few times per period, every process gets a sweep
- * that evicts what did not come back within hot_window_seconds.  A page
- * touched all the time is evicted once, refaults, and is then protected:
- * it costs one fault per window, while what stays untouched goes.
+ * The daemon's own reclaim of t (a group's budget, proactive eviction):
+ * answered to nobody, and taken over by an operator's request.
+ * idle_only: cold pages only, no second pass over the hot ones.
  */
-void reclaim_idle_sweep(struct daemon *d)
+int reclaim_internal(struct target *t, uint64_t bytes, bool idle_only)
 {
-	uint64_t period = (uint64_t)d->cfg.idle_evict_seconds * 1000000u / 4, now = now_usec();
+	if (t->dead || t->reclaim || t->batch || !t->agent_tid)
+		return -EBUSY;
+	return reclaim_begin(t, NULL, 0, bytes, idle_only);
+}
 
-	if (!d->cfg.idle_evict_seconds || now - d->last_idle_usec < period)
-		return;
-	d->last_idle_usec = now;
-	for (struct target *t = d->targets; t; t = t->next)
-		if (!t->dead && !t->reclaim && !t->batch && t->agent_tid)
-			reclaim_begin(t, NULL, 0, UINT64_MAX / 2, true);
+/* Pages an internal reclaim of t still means to take (0 if none). */
+uint64_t reclaim_pending_pages(const struct target *t)
+{
+	const struct reclaim *rc = t->reclaim;
+
+	if (!rc || !rc->internal || rc->reply.evicted_pages >= rc->want_pages)
+		return 0;
+	return rc->want_pages - rc->reply.evicted_pages;
 }
 
 void reclaim_cancel(struct target *t, int err)
@@ -177,7 +181,7 @@ void reclaim_cancel(struct target *t, int err)
  * more: a process at its limit would otherwise get a one-page reclaim on
  * every tick.  1/64 of the limit keeps it within 2% of it.
  */
-static uint64_t reclaim_slack(uint64_t limit)
+uint64_t reclaim_slack(uint64_t limit)
 {
 	return limit / 64 > 256 * 1024 ? limit / 64 : 256 * 1024;
 }

@@ -64,6 +64,7 @@ static int target_alloc(struct daemon *d, int uffd,
 	t->pidfd_w.fd = -1;
 	t->pidfd_w.fn = target_pidfd_ready;
 	t->staging_fd = -1;
+	t->started_usec = now_usec();
 	r = idx_new(&t->idx);
 	if (r < 0)
 		goto fail_free;
@@ -110,6 +111,11 @@ int target_set_pid(struct target *t, pid_t pid)
 	t->pid = pid;
 	if (proc_comm(pid, t->comm, sizeof(t->comm)) < 0)
 		t->comm[0] = '\0';
+	/* Its memory cgroup, for the groups it belongs to (group.c); a process
+	 * moved to another cgroup later is seen in its old one. */
+	if (cgroup_of_pid(pid, t->cgroup, sizeof(t->cgroup)) < 0)
+		t->cgroup[0] = '\0';
+	t->d->cgroups_changed = true; /* the loop looks for its cgroup's limit now */
 	return target_watch_pid(t);
 }
 
@@ -258,6 +264,33 @@ uint64_t target_hot_window_ms(const struct target *t)
 }
 
 /*
+ * A process under a limit refaults all the time (50k pages a second at a
+ * tight one): remembering each for the cold age rather than the hot window
+ * would make its hot set a dozen times larger, and the limit's own sweeps
+ * keep its hot pages anyway.  Proactive sweeps of it use the hot window.
+ */
+uint64_t target_hot_keep_ms(const struct target *t)
+{
+	uint64_t idle = target_limited(t) ? 0 : t->d->cfg.idle_evict_seconds * 1000ull;
+
+	return idle > target_hot_window_ms(t) ? idle : target_hot_window_ms(t);
+}
+
+void target_note_stall(struct target *t, const struct uffd_msg *msg)
+{
+	uint32_t waited = (uint32_t)now_usec() - msg->reserved3;
+
+	t->stall_usec += waited;
+	t->d->st.fault_stall_usec += waited;
+}
+
+void target_tick(struct target *t, uint64_t now_ms)
+{
+	rate_feed(&t->loads_rate, t->loads, now_ms);
+	rate_feed(&t->stall_rate, t->stall_usec, now_ms);
+}
+
+/*
  * Page addr came back, e its entry.  Its refault distance is how many pages
  * this process stored between its eviction and now; if that is not more
  * than it keeps resident, an LRU of its size would have kept the page, so
@@ -279,7 +312,7 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 	 * twice into one batch). */
 	if (hot_when(&t->hot, le.pgno, &seen_ms) && seen_ms == now_ms)
 		return;
-	hot_note(&t->hot, le.pgno, now_ms, target_hot_window_ms(t));
+	hot_note(&t->hot, le.pgno, now_ms, target_hot_keep_ms(t));
 	/* Only a limit takes from the log and so keeps it short: a process
 	 * without one would grow it by every page it got back, to 16 MiB of
 	 * the daemon's locked memory.  Out of memory, the page is just not

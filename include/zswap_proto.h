@@ -65,6 +65,9 @@
  *   ZS_LIMIT {pid, bytes; 0 = none} -> ZS_LIMIT_REPLY {struct zs_limit_reply}
  *   ZS_RESTORE {pid} -> ZS_RESTORE_REPLY {struct zs_restore_reply}, once every
  *             evicted page of pid is back (its limit lifted first)
+ *   ZS_GROUP {bytes, flags, cgroup} -> ZS_GROUP_REPLY {struct zs_group_reply}:
+ *             one budget for the resident anonymous memory of every served
+ *             process (ZS_GROUP_ALL) or of those in a memory cgroup
  *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
  */
 #ifndef ZSWAP_PROTO_H
@@ -76,7 +79,7 @@
 #define ZSWAP_SOCKET_ENV "ZSWAP_SOCKET"
 
 #define ZS_MAGIC 0x5a535750u /* "ZSWP" */
-#define ZS_VERSION 4 /* 4: batches the agent moves out before it copies (ZS_EVICT_MOVE_FIRST) */
+#define ZS_VERSION 5 /* 5: ZS_GROUP; zs_target_info has the stall, refault rate and cgroup */
 #define ZS_MSG_MAX 65536 /* whole datagram, header included */
 
 enum zs_type {
@@ -96,12 +99,14 @@ enum zs_type {
 	ZS_RECLAIM = 34,
 	ZS_LIMIT = 35,
 	ZS_RESTORE = 36,
+	ZS_GROUP = 37,
 	/* daemon -> zswapctl */
 	ZS_STATS_REPLY = 48,
 	ZS_LIST_REPLY = 49,
 	ZS_RECLAIM_REPLY = 50,
 	ZS_LIMIT_REPLY = 51,
 	ZS_RESTORE_REPLY = 52,
+	ZS_GROUP_REPLY = 53,
 	ZS_ERROR = 63,
 };
 
@@ -314,6 +319,29 @@ struct zs_restore_reply {
 	uint64_t resident_bytes; /* RssAnon at the end */
 };
 
+#define ZS_CGROUP_LEN 256
+#define ZS_TARGET_CGROUP_LEN 96 /* in a list reply: 300 processes fit one datagram */
+
+#define ZS_GROUP_ALL 0x1u   /* every served process; cgroup is "" */
+#define ZS_GROUP_QUERY 0x2u /* change nothing: say how the group stands */
+
+/* A group's budget (0: none).  Only root may set one. */
+struct zs_group {
+	uint64_t bytes;
+	uint32_t flags;
+	uint32_t pad;
+	char cgroup[ZS_CGROUP_LEN]; /* as /proc/PID/cgroup names it; NUL terminated */
+};
+
+struct zs_group_reply {
+	uint64_t budget_bytes;	 /* the operator's budget now in force, 0 = none */
+	uint64_t limit_bytes;	 /* the cgroup's own limit, followed; 0 = none */
+	uint64_t resident_bytes; /* the members' RssAnon */
+	uint64_t usage_bytes;	 /* the cgroup's usage (0 for ZS_GROUP_ALL) */
+	uint32_t members;	 /* served processes in it */
+	uint32_t pad;
+};
+
 #define ZS_STAT_NAME 40
 
 struct zs_stat {
@@ -335,6 +363,12 @@ struct zs_target_info {
 	uint64_t invalidates;
 	uint64_t limit_bytes; /* 0 = none */
 	uint64_t hot_pages;   /* refaulted within hot_window_seconds: the hot-set estimate */
+	uint64_t stall_usec;  /* its threads waited on faults zswapd served, in all */
+	uint64_t stall_usec_per_min; /* the same over the last minute */
+	uint64_t refaults_per_min;   /* pages faulted back over the last minute */
+	uint32_t proactive_backoff;  /* proactive sweeps come this many times less often */
+	uint32_t pad;
+	char cgroup[ZS_TARGET_CGROUP_LEN]; /* its memory cgroup, cut to fit, NUL terminated */
 };
 
 struct zs_error {

@@ -62,6 +62,12 @@
 	X(uffd_errors, COUNTER, FIELD, "userfaultfd ioctls that failed unexpectedly")              \
 	X(proto_errors, COUNTER, FIELD, "malformed messages: connections dropped")                 \
 	X(denied, COUNTER, FIELD, "requests refused by access control")                           \
-	X(metadata_bytes, GAUGE, DERIVED, "bytes of the index and entries: what the bookkeeping costs")
+	X(metadata_bytes, GAUGE, DERIVED, "bytes of the index and entries: what the bookkeeping costs") \
+	X(fault_stall_usec, COUNTER, FIELD, "microseconds served processes' threads waited on faults, from read to wake") \
+	X(proactive_sweeps, COUNTER, FIELD, "sweeps that evicted cold pages unasked (idle_evict_seconds)") \
+	X(proactive_backed_off, GAUGE, DERIVED, "processes whose proactive sweeps back off (refaults or stall over target)") \
+	X(groups, GAUGE, DERIVED, "groups held under one budget: zswapctl limit --all/--cgroup, followed cgroup limits") \
+	X(group_reclaims, COUNTER, FIELD, "reclaims a group budget or cgroup limit started on one of its processes") \
+	X(pressure_events, COUNTER, FIELD, "memory pressure events: the host's PSI trigger and cgroups'")
 
 #endif

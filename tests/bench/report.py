@@ -527,6 +527,9 @@ How to read it:
 - zswapd lzo: default_limit_percent = L / (N×W), L = B − pool allowance (from micro's
   pool bytes/page), so each job keeps its share of the budget; no limit while N×W ≤ B.
   Per-process limits, where the cgroup has one limit for the group.
+- zswapd lzo, one budget: `zswapctl limit --all L` instead, one budget for the N jobs
+  as the cgroup has one: the coldest job (fewest pages faulted back a minute per
+  resident page) gives first.
 - pages in: kernel pswpin + zswpin (+ swpin_zero) deltas over the whole case; zswapd
   loads. swap I/O: kernel (pswpin + pswpout) × 4 KiB; zswapd swap_read_bytes +
   swap_write_bytes (0: no swap file in this experiment).
@@ -556,6 +559,7 @@ def workers_case(d, clk_tck):
          "runtime_s": meta.get("runtime_s"), "status": str(meta.get("status", "?")),
          "peak_resident_plus_pool_mib": (meta.get("peak_kb") or 0) / 1024,
          "limit_percent": meta.get("limit_percent") or None, "pool_q": meta.get("pool_q") or None,
+         "group_budget_mib": meta.get("group_budget_mib") or None,
          "jobs_done": sum(1 for j in jobs if j and j.get("ok"))}
     try:
         c["runtime_s"] = float(c["runtime_s"])
@@ -589,6 +593,8 @@ def workers_table(cases, size, budget):
         name = c["name"]
         if c.get("limit_percent"):
             name += f" (limit {c['limit_percent']}%)"
+        if c.get("group_budget_mib"):
+            name += f" (--all {c['group_budget_mib']}M)"
         rows.append("| " + " | ".join([
             str(c["workers"]), f"{total} ({total / budget:.1f}×B)", name,
             fmt(c["runtime_s"], ".1f") if ok else "—",

@@ -832,9 +832,10 @@ run_writeback() {
 #   zswap   the same with kernel zswap on (lzo);
 #   zswapd  zswapd lzo with default_limit_percent = L / (N×W), so that each
 #           job keeps its share of L = B − pool allowance (as in compare);
-#           no limit while N×W fits in B.  zswapd's limits are per process,
-#           the cgroup's is one for the group: the kernel may give one job
-#           more than its share, zswapd does not.
+#           no limit while N×W fits in B.  Per-process limits: one job
+#           gives as much as another, hot or cold.
+#   zswapd one budget: `zswapctl limit --all L`, one budget for the N jobs
+#           as the cgroup has: the coldest job gives first.
 # Resident + pool of the case now, in kB, and the pool alone: the cgroup's
 # usage (kernel) or the jobs' RssAnon summed, plus kernel zswap's or
 # zswapd's pool.
@@ -879,7 +880,10 @@ workers_snapshot() {  # TAG
 
 run_workers_case() {  # NAME MODE N
 	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pct=0 limit q= deadline live
-	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0
+	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0 group=0 budget=
+	if [ "$mode" = zswapd-group ]; then
+		mode=zswapd group=1
+	fi
 	local -a wl=("$B/workload" --size "$WSIZE" --accesses "$WACCESSES" --warmup 0
 		--pattern hotcold --hot-pct 20 --hot-access-pct 80 --write-pct 50 --json)
 	NCASE=$((NCASE + 1))
@@ -895,9 +899,13 @@ run_workers_case() {  # NAME MODE N
 			read -r limit q < <(SIZE=$((n * WSIZE)) zswapd_limit_mib lzo "$WBUDGET")
 			pct=$((limit * 100 / (n * WSIZE)))
 			[ $pct -ge 1 ] || pct=1
-			echo "default_limit_percent = $pct" >>"$TMP/zswapd-workers.conf"
+			[ $group -eq 1 ] || echo "default_limit_percent = $pct" >>"$TMP/zswapd-workers.conf"
 		fi
-		start_daemon lzo "$TMP/zswapd-workers.conf" ;;
+		start_daemon lzo "$TMP/zswapd-workers.conf"
+		if [ $group -eq 1 ] && [ -n "$limit" ]; then
+			budget=$limit pct=0
+			"$B/zswapctl" limit --all "${budget}M" >&2
+		fi ;;
 	esac
 	workers_snapshot 0
 	WORKERS_PIDS=() PEAK_POOL_KB=0
@@ -967,6 +975,7 @@ run_workers_case() {  # NAME MODE N
 		awk -v a="$t1" -v b="$t0" 'BEGIN { printf "runtime_s=%.3f\n", a - b }'
 		echo "peak_kb=$peak"
 		echo "limit_percent=$pct"
+		echo "group_budget_mib=$budget"
 		echo "pool_q=$q"
 		echo "oom_kill=${oom_kill:-0}"
 		echo "status=$status"
@@ -975,12 +984,13 @@ run_workers_case() {  # NAME MODE N
 }
 
 run_workers() {
-	local n m ns modes="ram zswapd" load
+	local n m ns modes="ram zswapd zswapd-group" load
 	WSIZE=64 WBUDGET=256 WACCESSES=200000 WDEADLINE=600 ns="2 4 8 12 16"
 	[ $QUICK -eq 1 ] && WSIZE=32 WBUDGET=128 WACCESSES=100000 WDEADLINE=300 ns="2 8"
+	ns=${WORKERS_NS:-$ns} # e.g. WORKERS_NS="8 12 16": only those N
 	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
 	FAILED=0 NCASE=0
-	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	if kernel_cases_possible; then modes="ram swap zswap zswapd zswapd-group"; else echo "bench: $KERNEL_SKIP" >&2; fi
 	NCASES=$(($(echo $modes | wc -w) * $(echo $ns | wc -w)))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	# the kernel cases' swap file and zswap pool must hold the largest N
@@ -992,6 +1002,7 @@ run_workers() {
 			swap) run_workers_case swap swap "$n" ;;
 			zswap) run_workers_case "zswap lzo" zswap "$n" ;;
 			zswapd) run_workers_case "zswapd lzo" zswapd "$n" ;;
+			zswapd-group) run_workers_case "zswapd lzo, one budget" zswapd-group "$n" ;;
 			esac
 		done
 	done
@@ -1134,7 +1145,7 @@ run_redis() {
 	fi
 	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
 	HAVE_LIMIT=1 FAILED=0 NCASE=0
-	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	if kernel_cases_possible; then modes="ram swap zswap zswapd zswapd-group"; else echo "bench: $KERNEL_SKIP" >&2; fi
 	NCASES=$(($(echo $modes | wc -w) + 1))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	SIZE=$((2 * RBUDGET + RBUDGET / 4))     # what the kernel's swap file and pool must hold

@@ -96,6 +96,9 @@ int main(int argc, char **argv)
 	struct zs_reclaim_reply reclaim_reply = { 49152, 25165824, 120, 65536 };
 	struct zs_limit limit = { 4242, 0, 64u << 20 }, limit_none = { 4242, 0, 0 };
 	struct zs_limit_reply limit_reply = { 64u << 20, 256u << 20 };
+	struct zs_group group_all = { .bytes = 8ull << 30, .flags = ZS_GROUP_ALL };
+	struct zs_group group_cg = { .bytes = 2ull << 30, .cgroup = "/system.slice/foo.service" };
+	struct zs_group_reply group_reply = { 2ull << 30, 3ull << 30, 1ull << 30, 1536ull << 20, 3, 0 };
 
 	if (argc != 2) {
 		fprintf(stderr, "Usage: make_corpus DIR\n");
@@ -120,6 +123,9 @@ int main(int argc, char **argv)
 	put("list-reply", ZS_LIST_REPLY, list, sizeof(list));
 	put("reclaim-reply", ZS_RECLAIM_REPLY, &reclaim_reply, sizeof(reclaim_reply));
 	put("limit-reply", ZS_LIMIT_REPLY, &limit_reply, sizeof(limit_reply));
+	put("group-all", ZS_GROUP, &group_all, sizeof(group_all));
+	put("group-cgroup", ZS_GROUP, &group_cg, sizeof(group_cg));
+	put("group-reply", ZS_GROUP_REPLY, &group_reply, sizeof(group_reply));
 	/* the message's NUL is the payload's last byte, as proto_send_error() sends it */
 	put2("error", ZS_ERROR, &error, sizeof(error), error_msg, sizeof(error_msg));
 	return failed;

@@ -33,9 +33,11 @@
  *                                                before a move is faulted at its new place
  *   memtest follow [two]                         evict from one thread (or with a second
  *                                                one asleep), say "threads: N", verify
- *   memtest hold MIB [hot]                       fill, print "ready", read and write random
+ *   memtest hold MIB [hot|grow|idle]             fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
- *                                                "hot": only ever touch the first quarter
+ *                                                "hot": only ever touch the first quarter;
+ *                                                "grow": the same, filled 4 MiB every 50 ms;
+ *                                                "idle": touch nothing until then
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -1098,18 +1100,33 @@ static int t_hold(int argc, char **argv)
 	size_t npages = mib * MIB / PAGE, bad = 0;
 	uint8_t *m = map_anon(npages * PAGE);
 	uint64_t *shadow = calloc(npages, sizeof(*shadow)), x = 1, v = 0, touches = 0;
-	bool hot_only = argc > 3 && strcmp(argv[3], "hot") == 0;
+	bool grow = argc > 3 && strcmp(argv[3], "grow") == 0;
+	bool hot_only = grow || (argc > 3 && strcmp(argv[3], "hot") == 0);
+	bool idle = argc > 3 && strcmp(argv[3], "idle") == 0;
 	sigset_t usr1;
 
 	signal(SIGUSR1, on_usr1);
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
-	fill(m, npages, 16);
+	/* Growing at 80 MiB/s, as a service loading its data does: what holds
+	 * its cgroup under a limit has time to act between two looks. */
+	for (size_t done = 0; done < npages; done += grow ? 1024 : npages) {
+		size_t n = npages - done < 1024 || !grow ? npages - done : 1024;
+
+		for (size_t i = 0; i < n; i++)
+			fill_page(m + (done + i) * PAGE, 16, done + i);
+		if (grow)
+			usleep(50000);
+	}
 	printf("ready\n");
 	fflush(stdout);
 	while (!got_usr1) {
 		size_t p;
 
+		if (idle) {
+			usleep(10000);
+			continue;
+		}
 		x = mix64(x);
 		/* Mostly the first quarter (hot), sometimes anywhere. */
 		p = x % 8 || hot_only ? (x >> 8) % (npages / 4) : (x >> 8) % npages;

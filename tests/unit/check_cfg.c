@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 20 /* fields of struct cfg, one key each */
+#define NKEYS 24 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -42,6 +42,10 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->hot_window_seconds, b->hot_window_seconds);
 	ck_assert_uint_eq(a->idle_evict_seconds, b->idle_evict_seconds);
 	ck_assert_uint_eq(a->default_limit_percent, b->default_limit_percent);
+	ck_assert_uint_eq(a->proactive_refault_permille, b->proactive_refault_permille);
+	ck_assert_uint_eq(a->proactive_stall_permille, b->proactive_stall_permille);
+	ck_assert_int_eq(a->follow_cgroup_limits, b->follow_cgroup_limits);
+	ck_assert_uint_eq(a->cgroup_headroom_percent, b->cgroup_headroom_percent);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -64,7 +68,11 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "readahead_pages = 0\n"
 				      "hot_window_seconds = 60\n"
 				      "idle_evict_seconds = 300\n"
-				      "default_limit_percent = 50\n";
+				      "default_limit_percent = 50\n"
+				      "proactive_refault_permille = 20\n"
+				      "proactive_stall_permille = 100\n"
+				      "follow_cgroup_limits = no\n"
+				      "cgroup_headroom_percent = 25\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -109,8 +117,12 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.swap_file_size, 0);
 	ck_assert_uint_eq(c.readahead_pages, 8);
 	ck_assert_uint_eq(c.hot_window_seconds, 10);
-	ck_assert_uint_eq(c.idle_evict_seconds, 0);
+	ck_assert_uint_eq(c.idle_evict_seconds, 120);
 	ck_assert_uint_eq(c.default_limit_percent, 0);
+	ck_assert_uint_eq(c.proactive_refault_permille, 2);
+	ck_assert_uint_eq(c.proactive_stall_permille, 10);
+	ck_assert(c.follow_cgroup_limits);
+	ck_assert_uint_eq(c.cgroup_headroom_percent, 10);
 
 	nondefault(&d);
 	cfg_defaults(&d);
@@ -144,6 +156,10 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.hot_window_seconds, d.hot_window_seconds);
 	ck_assert_uint_ne(c.idle_evict_seconds, d.idle_evict_seconds);
 	ck_assert_uint_ne(c.default_limit_percent, d.default_limit_percent);
+	ck_assert_uint_ne(c.proactive_refault_permille, d.proactive_refault_permille);
+	ck_assert_uint_ne(c.proactive_stall_permille, d.proactive_stall_permille);
+	ck_assert_int_ne(c.follow_cgroup_limits, d.follow_cgroup_limits);
+	ck_assert_uint_ne(c.cgroup_headroom_percent, d.cgroup_headroom_percent);
 }
 END_TEST
 
@@ -293,6 +309,14 @@ static const struct {
 	{ "evict_batch_pages = 0", -ERANGE, "bad value '0' for evict_batch_pages: expected 1..1024" },
 	{ "evict_batch_pages = 1025", -ERANGE, "expected 1..1024" },
 	{ "evict_batch_pages = many", -EINVAL, "expected 1..1024" },
+	{ "proactive_refault_permille = 1001", -ERANGE,
+	  "bad value '1001' for proactive_refault_permille: expected 0..1000" },
+	{ "proactive_stall_permille = -1", -EINVAL, "for proactive_stall_permille: expected 0..1000" },
+	{ "cgroup_headroom_percent = 0", -ERANGE,
+	  "bad value '0' for cgroup_headroom_percent: expected 1..50" },
+	{ "cgroup_headroom_percent = 51", -ERANGE, "expected 1..50" },
+	{ "follow_cgroup_limits = sometimes", -EINVAL,
+	  "bad value 'sometimes' for follow_cgroup_limits: expected yes or no" },
 	{ "max_pool_bytes = 1.5G", -EINVAL, "bad value '1.5G' for max_pool_bytes: expected a size" },
 	{ "max_pool_bytes = -1", -EINVAL, "for max_pool_bytes" },
 	{ "max_pool_bytes = 12Mx", -EINVAL, "for max_pool_bytes" },

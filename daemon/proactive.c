@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * proactive.c - compress what has gone cold without being asked, and back
+ * off when that costs the process.
+ *
+ * Like the kernel's proactive reclaim (TMO/Senpai at Meta, far memory at
+ * Google): a page not wanted back for idle_evict_seconds (the cold age) is
+ * evicted, while the process's refault rate and the stall zswapd causes it
+ * stay under their targets.  zswapd has no access bits (hot.h): what it
+ * knows of a page's heat is whether it came back.  So each process gets a
+ * sweep every cold age / 4 that takes what did not come back within the
+ * cold age; a page in use is taken once, comes back at its next touch, and
+ * is then left alone for the cold age.  A process is first swept once it
+ * has been served for a cold age, so that what it touches at start-up is
+ * not taken just because zswapd never saw it come back.
+ *
+ * Each sweep looks back at the last minute (rate.h): pages faulted back per
+ * minute over the process's anonymous memory (proactive_refault_permille),
+ * and microseconds its threads waited on faults per second
+ * (proactive_stall_permille of a second).  Over either target the period
+ * doubles, up to PROACTIVE_MAX_BACKOFF times; under half of both it halves
+ * again.  Under memory pressure (pressure.c) sweeps come at once, backoff
+ * or not: pages that go then keep the host away from the OOM killer.  Each
+ * change of state is logged once at info level.
+ */
+#include "daemon.h"
+#include "log.h"
+
+#define PROACTIVE_MAX_BACKOFF 16 /* cold age 120 s: at most one sweep every 8 minutes */
+#define PROACTIVE_PRESSURE_USEC 1000000 /* under pressure: a sweep at most once a second */
+
+static uint64_t proactive_period_usec(const struct daemon *d)
+{
+	return (uint64_t)d->cfg.idle_evict_seconds * 1000000u / 4;
+}
+
+/* Refaults per minute per 1000 pages of its anonymous memory, and stall per second in permille. */
+static void proactive_costs(const struct target *t, uint64_t *refault_pm, uint64_t *stall_pm)
+{
+	uint64_t kb = 0, pages;
+
+	if (proc_status_kb(t->pid, "RssAnon", &kb) == 0)
+		pages = kb / (ZS_PAGE_SIZE / 1024) + target_evicted_pages(t);
+	else
+		pages = t->rss_pages + target_evicted_pages(t);
+
+	*refault_pm = rate_per_minute(&t->loads_rate) * 1000 / (pages ? pages : 1);
+	/* usec per minute / 60 s * 1000 = per-mille of each second spent waiting */
+	*stall_pm = rate_per_minute(&t->stall_rate) / 60000;
+}
+
+static void proactive_adjust(struct target *t)
+{
+	const struct cfg *c = &t->d->cfg;
+	uint64_t refault_pm, stall_pm;
+	uint32_t was = t->proactive_backoff;
+	bool over, under;
+
+	proactive_costs(t, &refault_pm, &stall_pm);
+	over = refault_pm > c->proactive_refault_permille || stall_pm > c->proactive_stall_permille;
+	under = refault_pm * 2 <= c->proactive_refault_permille &&
+		stall_pm * 2 <= c->proactive_stall_permille;
+	if (over && t->proactive_backoff < PROACTIVE_MAX_BACKOFF)
+		t->proactive_backoff *= 2;
+	else if (under && t->proactive_backoff > 1)
+		t->proactive_backoff /= 2;
+	if (t->proactive_backoff == was)
+		return;
+	log_info("pid %d: proactive eviction %s: a sweep every %llu s (%llu refaults/min per 1000 "
+		 "pages, target %u; stall %llu permille, target %u)",
+		 (int)t->pid, t->proactive_backoff > was ? "backs off" : "speeds up",
+		 (unsigned long long)(proactive_period_usec(t->d) * t->proactive_backoff / 1000000),
+		 (unsigned long long)refault_pm, c->proactive_refault_permille,
+		 (unsigned long long)stall_pm, c->proactive_stall_permille);
+}
+
+static void proactive_one(struct target *t, uint64_t now, bool pressure)
+{
+	uint64_t period = proactive_period_usec(t->d);
+	bool due;
+
+	if (!t->proactive_backoff)
+		t->proactive_backoff = 1;
+	if (!t->proactive_next_usec) /* the first: once it has been served a cold age */
+		t->proactive_next_usec = t->started_usec + period * 4;
+	due = now >= t->proactive_next_usec ||
+	      (pressure && now - t->proactive_last_usec >= PROACTIVE_PRESSURE_USEC &&
+	       now - t->started_usec >= PROACTIVE_PRESSURE_USEC);
+	if (!due || t->dead || t->reclaim || t->batch || t->restore || !t->agent_tid)
+		return; /* not yet, or busy: a later turn looks again */
+	proactive_adjust(t);
+	t->proactive_last_usec = now;
+	t->proactive_next_usec = now + period * t->proactive_backoff;
+	if (reclaim_internal(t, UINT64_MAX / 2, true) == 0)
+		t->d->st.proactive_sweeps++;
+}
+
+void proactive_run(struct daemon *d)
+{
+	uint64_t now = now_usec();
+	bool pressure = pressure_active(d);
+
+	if (!d->cfg.idle_evict_seconds || d->stopping)
+		return;
+	for (struct target *t = d->targets; t; t = t->next)
+		if (t->pid)
+			proactive_one(t, now, pressure);
+}
+
+uint64_t proactive_backed_off(const struct daemon *d)
+{
+	uint64_t n = 0;
+
+	for (const struct target *t = d->targets; t; t = t->next)
+		n += t->proactive_backoff > 1;
+	return n;
+}
