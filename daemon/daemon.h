@@ -276,6 +276,7 @@ struct target {
 	uint64_t started_usec; /* when it was first served */
 	char cgroup[CGROUP_PATH_MAX]; /* its memory cgroup ("/" the root, "" unknown): groups */
 	uint64_t anon_pages; /* RssAnon at its group's last look (group.c) */
+	bool group_over;     /* a group it is in is over its goal by more than the slack */
 	/* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
 	uint64_t proactive_next_usec, proactive_last_usec;
 	uint32_t proactive_backoff; /* the period is multiplied by this: 1, 2, 4 .. */

@@ -337,11 +337,29 @@ static void group_tell(struct group *g, bool over)
 		g->pressure_told = false;
 }
 
+/*
+ * Members of a group more than its slack over the goal have their faults
+ * wait for their batch in flight (reclaim_throttle), as a process over its
+ * own limit does.
+ */
+static void group_throttle(struct daemon *d, const struct group *g, uint64_t excess)
+{
+	uint64_t goal = g->budget ? g->budget : g->limit - group_headroom(d, g->limit);
+
+	if (excess * ZS_PAGE_SIZE <= 2 * reclaim_slack(goal))
+		return;
+	for (struct target *t = d->targets; t; t = t->next)
+		if (group_has(g, t))
+			t->group_over = true;
+}
+
 /* Ten times a second (and at once on a pressure event): each group under its goal. */
 void group_enforce(struct daemon *d, bool tick)
 {
 	if (!tick)
 		return;
+	for (struct target *t = d->targets; t; t = t->next)
+		t->group_over = false;
 	for (struct group *g = d->groups; g; g = g->next) {
 		struct target **members;
 		uint32_t n;
@@ -351,6 +369,7 @@ void group_enforce(struct daemon *d, bool tick)
 			continue;
 		excess = group_excess(d, g);
 		group_tell(g, excess > 0);
+		group_throttle(d, g, excess);
 		if (excess > pending && n) {
 			qsort(members, n, sizeof(*members), group_cmp_heat);
 			group_take(g, members, n, excess - pending);

@@ -243,6 +243,12 @@ bool reclaim_throttle(const struct target *t)
 	uint64_t limit = t->last_limit, gone = t->stores - t->stores_at_check;
 	uint64_t est = t->rss_pages + t->faults_since_check;
 
+	/* A group over its budget throttles its members the same way: a
+	 * member faulting its pages back faster than the group's reclaims
+	 * take them would otherwise keep the group over for good. */
+	if (t->group_over)
+		return true;
+
 	if (!limit || !target_limited(t) || reclaim_limit_unreachable(t))
 		return false;
 	est = est > gone ? est - gone : 0;

@@ -533,6 +533,8 @@ How to read it:
 - pages in: kernel pswpin + zswpin (+ swpin_zero) deltas over the whole case; zswapd
   loads. swap I/O: kernel (pswpin + pswpout) × 4 KiB; zswapd swap_read_bytes +
   swap_write_bytes (0: no swap file in this experiment).
+- mean resident+pool: the mean of those samples over the case (memory held
+  on average, where the peak is the fill of N fresh jobs).
 - peak resident+pool: the largest sample, 4 a second, of resident (cgroup
   usage_in_bytes for the kernel, the jobs' RssAnon summed otherwise) plus the pool
   (meminfo Zswap / zswapd pool_total_size); for the kernel at least the cgroup's
@@ -558,6 +560,7 @@ def workers_case(d, clk_tck):
     c = {"name": meta.get("name", "?"), "mode": mode, "workers": n,
          "runtime_s": meta.get("runtime_s"), "status": str(meta.get("status", "?")),
          "peak_resident_plus_pool_mib": (meta.get("peak_kb") or 0) / 1024,
+         "mean_resident_plus_pool_mib": (meta.get("mean_kb") or 0) / 1024 or None,
          "limit_percent": meta.get("limit_percent") or None, "pool_q": meta.get("pool_q") or None,
          "group_budget_mib": meta.get("group_budget_mib") or None,
          "jobs_done": sum(1 for j in jobs if j and j.get("ok"))}
@@ -585,7 +588,7 @@ def workers_case(d, clk_tck):
 
 def workers_table(cases, size, budget):
     hdr = ["N", "N×W MiB", "case", "runtime s", "pages in", "swap I/O MiB", "zswapd CPU s",
-           "peak resident+pool MiB", "status"]
+           "mean resident+pool MiB", "peak resident+pool MiB", "status"]
     rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     for c in cases:
         ok = c["status"] == "ok"
@@ -601,6 +604,7 @@ def workers_table(cases, size, budget):
             fmt(c.get("pages_in"), "d"),
             fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
             fmt(c.get("cpu_daemon_s"), ".1f"),
+            fmt(c.get("mean_resident_plus_pool_mib"), ".0f"),
             fmt(c.get("peak_resident_plus_pool_mib"), ".0f"),
             c["status"],
         ]) + " |")

@@ -6,6 +6,7 @@
 # table: docs/benchmarks.md.
 #
 #   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]
+#                      [squeeze]
 #
 # Output: $BENCH_OUT if set, else ${BUILD:-build}/bench under the repository
 # (created if missing), a NAME.json, NAME.md (and for some a NAME.png) per
@@ -84,6 +85,14 @@
 #          in, swap I/O, peak resident + pool for all in RAM, swap, kernel
 #          zswap and zswapd (see run_workers).  -> workers.{json,md,png}
 #
+# squeeze: a memory cgroup of 1.5 GiB holding four processes of 256 MiB, half
+#          of each never touched, then a fifth that grows by 768 MiB at
+#          SQUEEZE_FILL_MIBPS (100) MiB/s: 1.75 GiB in all, no swap.  Nothing
+#          (the OOM killer), kernel zswap lzo + swap file in the cgroup, and
+#          zswapd with its default config (it follows the cgroup's limit).
+#          Who was killed, every byte checked, the cgroup's peak usage, the
+#          grower's fill time, the worst p99, the stall.  -> squeeze.{json,md}
+#
 # redis:   redis-server (installed from Debian if missing) holding about twice
 #          a 256 MiB budget (64), redis-benchmark GET and SET throughput and
 #          p99 under swap, kernel zswap and zswapd, every key checked at the
@@ -114,8 +123,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | unmap | pairs) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | unmap | pairs | squeeze) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -292,8 +301,13 @@ bench_command() {  # ARGS...
 	local pin=
 	[ "$(nproc)" = "$(getconf _NPROCESSORS_ONLN)" ] || pin="taskset -c $(taskset -pc $$ | sed 's/.*: //') "
 	local v knobs=
-	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_HALT_POLL_NS BENCH_DAEMON_CPUS; do
-		[ -z "${!v:-}" ] || knobs="$knobs$v=${!v} "
+	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_HALT_POLL_NS BENCH_DAEMON_CPUS \
+		WORKERS_NS SQUEEZE_FILL_MIBPS; do
+		case ${!v:-} in
+		"") ;;
+		*" "*) knobs="$knobs$v=\"${!v}\" " ;;
+		*) knobs="$knobs$v=${!v} " ;;
+		esac
 	done
 	[ -z "${BENCH_OUT:-}" ] || knobs="${knobs}BENCH_OUT=${BENCH_OUT#"$ROOT"/} "
 	echo "$knobs${BENCH_ZSWAPD_CONF:+BENCH_ZSWAPD_CONF='$BENCH_ZSWAPD_CONF' }${pin}tests/bench/run.sh${*:+ $*}"
@@ -880,7 +894,7 @@ workers_snapshot() {  # TAG
 
 run_workers_case() {  # NAME MODE N
 	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pct=0 limit q= deadline live
-	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0 group=0 budget=
+	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0 group=0 budget= sum=0 nsamples=0
 	if [ "$mode" = zswapd-group ]; then
 		mode=zswapd group=1
 	fi
@@ -931,6 +945,7 @@ run_workers_case() {  # NAME MODE N
 		[ $live -eq 1 ] || break
 		workers_sample "$mode"
 		[ "$SAMPLE_KB" -gt "$peak" ] && peak=$SAMPLE_KB
+		sum=$((sum + SAMPLE_KB)) nsamples=$((nsamples + 1))
 		[ "$SAMPLE_POOL_KB" -gt "$PEAK_POOL_KB" ] && PEAK_POOL_KB=$SAMPLE_POOL_KB
 		sleep 0.25
 	done
@@ -974,6 +989,7 @@ run_workers_case() {  # NAME MODE N
 		echo "workers=$n"
 		awk -v a="$t1" -v b="$t0" 'BEGIN { printf "runtime_s=%.3f\n", a - b }'
 		echo "peak_kb=$peak"
+		echo "mean_kb=$((nsamples ? sum / nsamples : 0))"
 		echo "limit_percent=$pct"
 		echo "group_budget_mib=$budget"
 		echo "pool_q=$q"
@@ -1013,6 +1029,171 @@ run_workers() {
 		--size "$WSIZE" --budget "$WBUDGET" --accesses "$WACCESSES" --seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a workers run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------- squeeze
+
+psi_some_us() {  # the host's memory "some" stall, in microseconds, in all
+	sed -n 's/^some .*total=\([0-9]*\)$/\1/p' /proc/pressure/memory 2>/dev/null || echo 0
+}
+
+run_squeeze_case() {  # NAME MODE
+	local name=$1 mode=$2 i rc t0 t1 psi0 psi1 st0=0 st1=0 max status
+	local ok=0 bad=0 killed=0 other=0 oom_kill=0 deadline live
+	local -a pre=() pids=()
+	local -a wl=("$B/workload" --pattern hotcold --hot-pct 50 --hot-access-pct 100 --write-pct 50
+		--warmup 0 --json)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/scases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] squeeze: $name" >&2
+	case $mode in
+	zswap) kernel_setup zswap "$SQ_LIMIT" ;;
+	*) CG=$CGROOT/$CGPREFIX$$
+	   mkdir "$CG"
+	   echo $((SQ_LIMIT * 1024 * 1024)) >"$CG/memory.limit_in_bytes" ;;
+	esac
+	if [ "$mode" = zswapd ]; then
+		: >"$TMP/default.conf" # the defaults, whatever /etc holds
+		start_daemon lzo "$TMP/default.conf"
+		pre=(env "LD_PRELOAD=$B/libzswap.so")
+		st0=$("$B/zswapctl" stats | awk '$1 == "fault_stall_usec" { print $2 }')
+	fi
+	psi0=$(psi_some_us)
+	for i in 1 2 3 4; do
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${pre[@]}" "${wl[@]}" \
+			--size 256 --seconds "$SQ_SECS" --seed "$i" >"$CASE/w$i.json" 2>"$CASE/w$i.err" 9>&- &
+		pids+=($!)
+		state_add "pid $! $B/workload"
+	done
+	sleep 5 # filled, and running
+	t0=$(date +%s.%N)
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${pre[@]}" "${wl[@]}" \
+		--size 768 --seconds $((SQ_SECS - 5)) --fill-mibps "$SQ_RATE" --seed 5 \
+		>"$CASE/w5.json" 2>"$CASE/w5.err" 9>&- &
+	pids+=($!)
+	state_add "pid $! $B/workload"
+	deadline=$((SECONDS + SQ_SECS + 120))
+	while [ $SECONDS -lt $deadline ]; do
+		live=0
+		for i in "${pids[@]}"; do alive "$i" && live=1 && break; done
+		[ $live -eq 1 ] || break
+		sleep 0.25
+	done
+	t1=$(date +%s.%N)
+	for i in "${pids[@]}"; do kill -KILL "$i" 2>/dev/null || true; done
+	for i in "${pids[@]}"; do
+		rc=0
+		wait "$i" 2>/dev/null || rc=$?
+		state_drop_pid "$i"
+		case $rc in
+		0) ok=$((ok + 1)) ;;
+		1) bad=$((bad + 1)) ;;
+		137) killed=$((killed + 1)) ;;
+		*) other=$((other + 1)) ;;
+		esac
+	done
+	psi1=$(psi_some_us)
+	[ "$mode" = zswapd ] && st1=$("$B/zswapctl" stats | awk '$1 == "fault_stall_usec" { print $2 }')
+	max=$(($(cat "$CG/memory.max_usage_in_bytes") >> 20))
+	oom_kill=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	if [ $bad -gt 0 ]; then status="CORRUPT ($bad of 5)"
+	elif [ $ok -eq 5 ]; then status=ok
+	elif [ $killed -gt 0 ] && [ "${oom_kill:-0}" -gt 0 ]; then status="OOM-killed $killed of 5"
+	else status="failed ($((killed + other)) of 5)"
+	fi
+	if [ "$mode" = zswapd ]; then stop_daemon; fi
+	case $mode in
+	zswap) kernel_teardown ;;
+	*) cgroup_remove ;;
+	esac
+	# Nothing may be OOM-killed; with swap or zswapd, nobody may be.
+	if [ $bad -gt 0 ] || { [ "$mode" != none ] && [ "$status" != ok ]; }; then FAILED=1; fi
+	echo "bench:   $status" >&2
+	python3 - "$CASE" "$name" "$mode" "$status" "$max" "${oom_kill:-0}" "$((psi1 - psi0))" \
+		"$((st1 - st0))" "$t0" "$t1" >"$CASE/case.json" <<'PY'
+import json, os, sys
+d, name, mode, status, mx, oom, psi, stall, t0, t1 = sys.argv[1:]
+jobs = []
+for i in range(1, 6):
+    try:
+        with open(os.path.join(d, f"w{i}.json")) as f:
+            jobs.append(json.loads(f.read().strip() or "null"))
+    except (OSError, ValueError):
+        jobs.append(None)
+done = [j for j in jobs if j]
+print(json.dumps({
+    "name": name, "mode": mode, "status": status, "max_usage_mib": int(mx),
+    "oom_kill": int(oom), "host_psi_some_ms": int(psi) / 1000,
+    "zswapd_stall_ms": int(stall) / 1000 if mode == "zswapd" else None,
+    "grower_fill_s": jobs[4]["fill_s"] if jobs[4] else None,
+    "worst_p99_us": max((j["lat_us"]["p99"] for j in done), default=None),
+    "accesses_per_s": sum(j["accesses_per_s"] for j in done),
+    "jobs_verified": sum(1 for j in done if j.get("ok")),
+    "seconds": float(t1) - float(t0)}))
+PY
+}
+
+run_squeeze() {
+	local modes="none zswapd" load cmd
+	SQ_LIMIT=1536 SQ_SECS=30 SQ_RATE=${SQUEEZE_FILL_MIBPS:-100}
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	FAILED=0 NCASE=0
+	[ -f "$CGROOT/memory.limit_in_bytes" ] || { echo "bench: squeeze: no cgroup v1 memory controller, skipped" >&2; return 0; }
+	if kernel_cases_possible; then modes="none zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(echo $modes | wc -w)
+	SIZE=1792 # the swap file of the kernel case holds everything
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	cmd=$(bench_command "$@")
+	for m in $modes; do
+		case $m in
+		none) run_squeeze_case "nothing (no swap, no zswapd)" none ;;
+		zswap) run_squeeze_case "kernel zswap lzo + swap file" zswap ;;
+		zswapd) run_squeeze_case "zswapd, default config" zswapd ;;
+		esac
+	done
+	rm -f "$SWAPFILE"
+	python3 - "$TMP/scases" "$OUT" "$host" "$stamp" "$load" "$cmd" "$SQ_RATE" <<'PY'
+import glob, json, os, sys
+cases_dir, out, host, stamp, load, cmd, rate = sys.argv[1:]
+cases = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(cases_dir, "*/case.json")))]
+f = lambda v, spec: "—" if v is None else format(v, spec)
+rows = ["| case | status | peak usage MiB (limit 1536) | grower fill s | worst p99 µs | accesses/s, all | zswapd-measured stall ms | host PSI some ms |",
+        "|---|---|---|---|---|---|---|---|"]
+for c in cases:
+    rows.append(f"| {c['name']} | {c['status']} | {c['max_usage_mib']} | {f(c['grower_fill_s'], '.1f')} | "
+                f"{f(c['worst_p99_us'], '.1f')} | {f(c['accesses_per_s'] / 1e6, '.2f')} M | "
+                f"{f(c['zswapd_stall_ms'], '.0f')} | {f(c['host_psi_some_ms'], '.0f')} |")
+notes = f"""
+How to read it:
+- A memory cgroup v1 of 1536 MiB holds four processes of 256 MiB
+  (tests/bench/workload.c, half of the pages never touched, the other half taking
+  every access, half writes, 30 s), then 5 s later a fifth that fills 768 MiB at
+  {rate} MiB/s and runs the same way: 1.75 GiB in the cgroup, no swap but the kernel
+  case's.  Every page of every process is checked at its end.
+- nothing: no swap and no zswapd; kernel zswap lzo + swap file: in the same cgroup;
+  zswapd, default config: the five opted in, zswapd started with no config (it
+  follows the cgroup's limit: usage held 10% under it).
+- peak usage: the cgroup's memory.max_usage_in_bytes (kernel zswap's pool is not
+  charged to a v1 cgroup, nor is zswapd's).  grower fill s: how long the fifth
+  took to fill its 768 MiB (at least 768/{rate} s).  worst p99: the highest of
+  the five processes' access latency p99.
+- stall: zswapd-measured, the time the processes' threads waited on faults zswapd
+  served (PSI does not count those); host PSI some: /proc/pressure/memory over the
+  case (the kernel's reclaim and swap-in stalls; v1 has no per-cgroup PSI).
+
+Host: {host}. Date: {stamp}. Load before: {load}. Command: `{cmd}`.
+"""
+title = "## squeeze: a memory cgroup over-committed by 0.25 GiB\n\n"
+open(os.path.join(out, "squeeze.md"), "w").write(title + "\n".join(rows) + "\n" + notes)
+json.dump({"host": host, "date": stamp, "command": cmd, "fill_mibps": int(rate), "cases": cases},
+          open(os.path.join(out, "squeeze.json"), "w"), indent=1)
+print("\n".join(rows))
+PY
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a squeeze case with swap or zswapd lost a process or a byte" >&2
 		return 1
 	fi
 }
@@ -1246,4 +1427,5 @@ if want workers; then run_workers "$@"; fi
 if want redis; then run_redis "$@"; fi
 if want unmap; then run_unmap; fi
 if want pairs; then run_pairs "$@"; fi
+if want squeeze; then run_squeeze "$@"; fi
 exit 0

@@ -8,10 +8,11 @@
  *   workload --size MIB (--seconds T | --accesses N) [--warmup S]
  *            [--pattern hotcold|uniform|sequential] [--hot-pct 20]
  *            [--hot-access-pct 80] [--write-pct 50] [--seed N]
- *            [--handshake] [--json]
+ *            [--fill-mibps N] [--handshake] [--json]
  *
  * Fills MIB of anonymous memory with the page mix of tests/bench/micro.c
- * (zero, same-filled word, text, small structs, incompressible bytes), then
+ * (zero, same-filled word, text, small structs, incompressible bytes; with
+ * --fill-mibps at most N MiB a second, a service loading its data), then
  * accesses it for S seconds of warm-up and T measured seconds (or, with
  * --accesses, exactly N accesses, rounded up to a multiple of 64: a job of
  * fixed work, for the concurrent-workers benchmark).  One access is
@@ -74,6 +75,7 @@ struct opts {
 	enum pattern pattern;
 	unsigned hot_pct, hot_access_pct, write_pct;
 	uint64_t seed;
+	unsigned fill_mibps; /* 0: as fast as it goes */
 	bool handshake, json;
 };
 
@@ -298,7 +300,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: workload --size MIB (--seconds T | --accesses N) [--warmup S] "
 		   "[--pattern hotcold|uniform|sequential]\n"
 		   "                [--hot-pct 20] [--hot-access-pct 80] [--write-pct 50] "
-		   "[--seed N] [--handshake] [--json]\n");
+		   "[--seed N] [--fill-mibps N] [--handshake] [--json]\n");
 }
 
 static unsigned pct_arg(const char *name, const char *v)
@@ -337,6 +339,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "hot-access-pct", required_argument, NULL, 'A' },
 		{ "write-pct", required_argument, NULL, 'W' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "fill-mibps", required_argument, NULL, 'F' },
 		{ "handshake", no_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -391,6 +394,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'S':
 			o->seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'F':
+			o->fill_mibps = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		case 'k':
 			o->handshake = true;
@@ -468,6 +474,14 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < s.npages; p++) {
 		fill_page(s.mem + p * PAGE, p);
 		s.hash[p] = page_hash(s.mem + p * PAGE);
+		if (o.fill_mibps && (p + 1) % 256 == 0) {
+			/* MiB number (p + 1) / 256 is due at that many 1/N seconds */
+			uint64_t due = t_fill0 + (uint64_t)((p + 1) / 256) * 1000000000u / o.fill_mibps;
+			uint64_t now = now_ns();
+
+			if (due > now)
+				usleep((useconds_t)((due - now) / 1000));
+		}
 	}
 	t_fill1 = now_ns();
 	fprintf(stderr, "workload: filled %zu MiB in %.2f s\n", o.mib, (double)(t_fill1 - t_fill0) / 1e9);

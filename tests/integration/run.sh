@@ -641,10 +641,12 @@ t_cgroup_limit() {
 	# MiB (a hot quarter each), then a third that grows by 128 MiB: 256 MiB
 	# in all, and no swap, so without zswapd the OOM killer would fire.
 	# zswapd follows the limit by itself (follow_cgroup_limits, on by
-	# default) and keeps the cgroup's usage 10% under it; nobody is killed
-	# and every byte verifies.  Then page cache read inside the cgroup makes
-	# the kernel reclaim there: its pressure event reaches zswapd.
-	restart_with "follow_cgroup_limits = yes"
+	# default) and keeps the cgroup's usage under it, here 15% (10% by
+	# default: the margin is for a loaded machine, the growth is 80 MiB/s);
+	# nobody is killed and every byte verifies.  Then page cache read inside
+	# the cgroup makes the kernel reclaim there: its pressure event reaches
+	# zswapd.
+	restart_with "follow_cgroup_limits = yes" "cgroup_headroom_percent = 15"
 	local cg=/zswapd-test-$$ dir=$root/zswapd-test-$$ p1 p2 p3 usage max
 	mkdir "$dir"
 	# (set -e holds in the trap too: every command there must succeed)
@@ -667,9 +669,9 @@ t_cgroup_limit() {
 	max=$(($(cat "$dir/memory.max_usage_in_bytes") >> 20))
 	"$CTL" limit --cgroup "$cg" | tee "$TMP/cg.group"
 	echo "result: cgroup limit 200M, 256 MiB served in it: usage $usage MiB, at most $max MiB, $(stat_of group_reclaims) group reclaims"
-	grep -q "cgroup $cg: limit 200 MiB" "$TMP/daemon.log"
+	grep -q "cgroup $cg: limit 200 MiB, kept 15% under it" "$TMP/daemon.log"
 	grep -q "3 processes, .*cgroup limit 200M followed" "$TMP/cg.group"
-	[ "$usage" -le 185 ] # 180M goal, a slack of 3M
+	[ "$usage" -le 175 ] # a 170M goal, a slack of 3M
 	[ "$max" -lt 200 ]   # never at the limit
 	[ "$(stat_of group_reclaims)" -gt 0 ]
 	# Page cache charged to the cgroup, more than its room: the kernel
