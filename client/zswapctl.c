@@ -3,7 +3,7 @@
  * zswapctl - talk to zswapd over its control socket.
  *
  *   zswapctl stats [--json|--prometheus]  counters (zswap's names where one exists)
- *   zswapctl list [--json]           the processes served
+ *   zswapctl list [--json|--prometheus]  the processes served
  *   zswapctl reclaim PID SIZE        evict up to SIZE of PID's memory now
  *   zswapctl limit PID SIZE|none     keep PID's resident anonymous memory under SIZE
  *   zswapctl limit --all [SIZE|none]             one budget for every served process
@@ -36,7 +36,7 @@ static int usage(FILE *f, int code)
 	fprintf(f,
 		"Usage: zswapctl COMMAND [ARGS]\n\n"
 		"  stats [--json|--prometheus]  show zswapd's counters\n"
-		"  list [--json]           show the processes zswapd serves\n"
+		"  list [--json|--prometheus]  show the processes zswapd serves\n"
 		"  reclaim PID SIZE        evict up to SIZE (K, M, G suffixes) of PID's memory now\n"
 		"  limit PID SIZE|none     keep PID's resident anonymous memory at or under SIZE\n"
 		"  limit --all [SIZE|none] one budget for all served processes, coldest give first\n"
@@ -218,19 +218,91 @@ static void sanitize_comm(char *s)
 			*s = '?';
 }
 
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void print_label(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*s);
+	}
+}
+
+/* One family of per-process samples: HELP, TYPE, a sample per process. */
+static void list_prometheus_family(const struct zs_target_info *ti, size_t n, const char *name,
+				   const char *type, const char *help,
+				   double (*value)(const struct zs_target_info *))
+{
+	printf("# HELP zswapd_process_%s %s\n# TYPE zswapd_process_%s %s\n", name, help, name, type);
+	for (size_t i = 0; i < n; i++) {
+		char comm[ZS_COMM_LEN], cg[ZS_TARGET_CGROUP_LEN];
+
+		memcpy(comm, ti[i].comm, sizeof(comm));
+		comm[sizeof(comm) - 1] = '\0';
+		memcpy(cg, ti[i].cgroup, sizeof(cg));
+		cg[sizeof(cg) - 1] = '\0';
+		printf("zswapd_process_%s{pid=\"%u\",comm=\"", name, ti[i].pid);
+		print_label(comm);
+		fputs("\",cgroup=\"", stdout);
+		print_label(cg);
+		printf("\"} %.17g\n", value(&ti[i]));
+	}
+}
+
+static double pv_resident(const struct zs_target_info *t) { return (double)t->resident_pages * 4096; }
+static double pv_evicted(const struct zs_target_info *t) { return (double)t->evicted_pages * 4096; }
+static double pv_saved(const struct zs_target_info *t)
+{
+	double ev = (double)t->evicted_pages * 4096;
+
+	return ev > (double)t->compressed_bytes ? ev - (double)t->compressed_bytes : 0;
+}
+static double pv_limit(const struct zs_target_info *t) { return (double)t->limit_bytes; }
+static double pv_loads(const struct zs_target_info *t) { return (double)t->loads; }
+static double pv_refaults(const struct zs_target_info *t) { return (double)t->refaults_per_min; }
+static double pv_stall(const struct zs_target_info *t) { return (double)t->stall_usec / 1e6; }
+static double pv_backoff(const struct zs_target_info *t) { return t->proactive_backoff; }
+
+/* `list --prometheus`: per-process figures for node_exporter's textfile collector. */
+static void list_prometheus(const struct zs_target_info *ti, size_t n)
+{
+	list_prometheus_family(ti, n, "resident_bytes", "gauge",
+			       "resident anonymous memory (RssAnon)", pv_resident);
+	list_prometheus_family(ti, n, "evicted_bytes", "gauge", "memory evicted, as pages",
+			       pv_evicted);
+	list_prometheus_family(ti, n, "saved_bytes", "gauge",
+			       "evicted less what it takes in the pool", pv_saved);
+	list_prometheus_family(ti, n, "limit_bytes", "gauge", "its limit, 0 = none", pv_limit);
+	list_prometheus_family(ti, n, "loads_total", "counter", "pages faulted back", pv_loads);
+	list_prometheus_family(ti, n, "refaults_per_minute", "gauge",
+			       "pages faulted back over the last minute", pv_refaults);
+	list_prometheus_family(ti, n, "stall_seconds_total", "counter",
+			       "time its threads waited on faults zswapd served", pv_stall);
+	list_prometheus_family(ti, n, "proactive_backoff", "gauge",
+			       "how many times less often its proactive sweeps come", pv_backoff);
+}
+
 static int cmd_list(int argc, char **argv)
 {
 	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	bool prom = argc == 2 && strcmp(argv[1], "--prometheus") == 0;
 	const struct zs_target_info *ti;
 	const struct zs_hdr *h;
 	size_t n;
 
-	if (argc > 2 || (argc == 2 && !json))
+	if (argc > 2 || (argc == 2 && !json && !prom))
 		return usage(stderr, EXIT_USAGE);
 	if (ctl_call(ZS_LIST, NULL, 0, ZS_LIST_REPLY, &h) < 0)
 		return 1;
 	ti = proto_payload(h);
 	n = h->len / sizeof(*ti);
+	if (prom) {
+		list_prometheus(ti, n);
+		return 0;
+	}
 	if (json) {
 		putchar('[');
 		for (size_t i = 0; i < n; i++) {
@@ -359,7 +431,7 @@ static int cmd_limit_group(int argc, char **argv)
 	const struct zs_hdr *h;
 	bool all = strcmp(argv[1], "--all") == 0;
 	const char *size, *name;
-	char bud[16], res[16], lim[16], use[16];
+	char bud[16], res[16], lim[16], use[16], ev[16], saved[16];
 
 	if (all ? argc > 3 : argc < 3 || argc > 4)
 		return usage(stderr, EXIT_USAGE);
@@ -395,7 +467,12 @@ static int cmd_limit_group(int argc, char **argv)
 		size_format(rep->usage_bytes, use, sizeof(use));
 		printf("; cgroup limit %s followed, usage %s", lim, use);
 	}
-	putchar('\n');
+	size_format(rep->evicted_bytes, ev, sizeof(ev));
+	size_format(rep->evicted_bytes > rep->compressed_bytes ?
+			    rep->evicted_bytes - rep->compressed_bytes : 0, saved, sizeof(saved));
+	printf("; evicted %s, saving %s; %llu refaults and %llu ms of stall a minute\n", ev, saved,
+	       (unsigned long long)rep->refaults_per_min,
+	       (unsigned long long)(rep->stall_usec_per_min / 1000));
 	return 0;
 }
 

@@ -279,7 +279,9 @@ struct target {
 	bool group_over;     /* a group it is in is over its goal by more than the slack */
 	/* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
 	uint64_t proactive_next_usec, proactive_last_usec;
-	uint32_t proactive_backoff; /* the period is multiplied by this: 1, 2, 4 .. */
+	uint32_t proactive_backoff; /* period and window multiplied by this: 1, 2, 4 .. */
+	uint64_t proactive_calm_usec; /* under half the targets since; 0 = not */
+	uint64_t proactive_window_ms; /* a page that came back is left alone this long; 0 = cold age */
 	/* what its commits did, cumulative: bytes stored, pages refused */
 	uint64_t stored_bytes, refused;
 };
@@ -420,13 +422,16 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 void target_note_poor(struct target *t, uint64_t addr);
 uint64_t target_hot_pages(const struct target *t);
 uint64_t target_hot_window_ms(const struct target *t);
-/* How long a page that came back is remembered: the hot window, or the cold age if longer. */
+/* How long a page that came back is remembered: the hot window, or as long as proactive eviction may protect it. */
 uint64_t target_hot_keep_ms(const struct target *t);
+/* How long a proactive sweep of t leaves a page that came back alone (proactive.c sets it). */
+uint64_t target_proactive_window_ms(const struct target *t);
 /* A fault read at msg->reserved3 (fault.c) is served: the wait counts as stall. */
 void target_note_stall(struct target *t, const struct uffd_msg *msg);
 /* Once a second: its rates over the last minute. */
 void target_tick(struct target *t, uint64_t now_ms);
 #define TARGET_POOR_WINDOW_MS 60000 /* a poorly compressing page is tried again after this */
+#define PROACTIVE_MAX_BACKOFF 16 /* cold age 120 s: a sweep every 8 min, hot pages left 32 min */
 #define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
 
 /* wb.c */

@@ -245,9 +245,10 @@ int evict_pick(struct target *t)
 {
 	struct reclaim *rc = t->reclaim;
 	struct pick *p;
-	/* A proactive sweep passes over what came back within the cold age. */
+	/* A proactive sweep passes over what came back within its window. */
 	struct evict_skip sk = { t, now_usec() / 1000,
-				 rc && rc->idle_only ? target_hot_keep_ms(t) : target_hot_window_ms(t) };
+				 rc && rc->idle_only ? target_proactive_window_ms(t)
+						     : target_hot_window_ms(t) };
 	struct vmscan_result got = { 0 };
 	uint64_t left;
 	int r;

@@ -446,6 +446,14 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 	if (cgroup[0] && !rep->usage_bytes)
 		cgroup_usage(cgroup, &rep->usage_bytes);
 	rep->members = g->members;
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (!group_has(g, t))
+			continue;
+		rep->evicted_bytes += target_evicted_pages(t) * ZS_PAGE_SIZE;
+		rep->compressed_bytes += t->compressed_bytes;
+		rep->refaults_per_min += rate_per_minute(&t->loads_rate);
+		rep->stall_usec_per_min += rate_per_minute(&t->stall_rate);
+	}
 	return 0;
 }
 

@@ -53,7 +53,7 @@ _Static_assert(sizeof(struct zs_reclaim_reply) == 32, "zs_reclaim_reply");
 _Static_assert(sizeof(struct zs_stat) == 48, "zs_stat");
 _Static_assert(sizeof(struct zs_target_info) == 216, "zs_target_info");
 _Static_assert(sizeof(struct zs_group) == 272, "zs_group");
-_Static_assert(sizeof(struct zs_group_reply) == 40, "zs_group_reply");
+_Static_assert(sizeof(struct zs_group_reply) == 72, "zs_group_reply");
 _Static_assert(sizeof(struct zs_limit) == 16, "zs_limit");
 _Static_assert(sizeof(struct zs_limit_reply) == 16, "zs_limit_reply");
 _Static_assert(offsetof(struct zs_error, msg) == 4, "zs_error");

@@ -273,7 +273,18 @@ uint64_t target_hot_keep_ms(const struct target *t)
 {
 	uint64_t idle = target_limited(t) ? 0 : t->d->cfg.idle_evict_seconds * 1000ull;
 
+	idle *= PROACTIVE_MAX_BACKOFF; /* as long as proactive eviction may leave it alone */
 	return idle > target_hot_window_ms(t) ? idle : target_hot_window_ms(t);
+}
+
+uint64_t target_proactive_window_ms(const struct target *t)
+{
+	uint64_t w = t->proactive_window_ms ? t->proactive_window_ms
+					    : t->d->cfg.idle_evict_seconds * 1000ull;
+
+	if (target_limited(t))
+		return target_hot_window_ms(t);
+	return w > target_hot_window_ms(t) ? w : target_hot_window_ms(t);
 }
 
 void target_note_stall(struct target *t, const struct uffd_msg *msg)

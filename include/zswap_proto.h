@@ -340,6 +340,11 @@ struct zs_group_reply {
 	uint64_t usage_bytes;	 /* the cgroup's usage (0 for ZS_GROUP_ALL) */
 	uint32_t members;	 /* served processes in it */
 	uint32_t pad;
+	/* its members together: */
+	uint64_t evicted_bytes;	   /* evicted, as pages */
+	uint64_t compressed_bytes; /* what those take in the pool: saved = evicted - compressed */
+	uint64_t refaults_per_min; /* pages faulted back over the last minute */
+	uint64_t stall_usec_per_min; /* their threads' wait on zswapd's faults, last minute */
 };
 
 #define ZS_STAT_NAME 40

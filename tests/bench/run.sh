@@ -6,7 +6,7 @@
 # table: docs/benchmarks.md.
 #
 #   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]
-#                      [squeeze]
+#                      [squeeze] [proactive]
 #
 # Output: $BENCH_OUT if set, else ${BUILD:-build}/bench under the repository
 # (created if missing), a NAME.json, NAME.md (and for some a NAME.png) per
@@ -93,6 +93,14 @@
 #          Who was killed, every byte checked, the cgroup's peak usage, the
 #          grower's fill time, the worst p99, the stall.  -> squeeze.{json,md}
 #
+# proactive: eight processes of 128 MiB opted in, half of each never touched,
+#          the other half taking every access, for PROACTIVE_SECONDS (600),
+#          beside eight more alike not opted in, at the same time on the same
+#          CPUs; zswapd with its default config (cold age 120 s).  Memory
+#          saved (the served ones' RssAnon + the pool against the others'),
+#          their speed against the others', the refault rate and the stall,
+#          every 30 s.  -> proactive.{json,md}
+#
 # redis:   redis-server (installed from Debian if missing) holding about twice
 #          a 256 MiB budget (64), redis-benchmark GET and SET throughput and
 #          p99 under swap, kernel zswap and zswapd, every key checked at the
@@ -123,8 +131,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | unmap | pairs | squeeze) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -302,7 +310,7 @@ bench_command() {  # ARGS...
 	[ "$(nproc)" = "$(getconf _NPROCESSORS_ONLN)" ] || pin="taskset -c $(taskset -pc $$ | sed 's/.*: //') "
 	local v knobs=
 	for v in BENCH_SIZE_MIB BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_HALT_POLL_NS BENCH_DAEMON_CPUS \
-		WORKERS_NS SQUEEZE_FILL_MIBPS; do
+		WORKERS_NS SQUEEZE_FILL_MIBPS PROACTIVE_SECONDS; do
 		case ${!v:-} in
 		"") ;;
 		*" "*) knobs="$knobs$v=\"${!v}\" " ;;
@@ -1198,6 +1206,123 @@ PY
 	fi
 }
 
+# ---------------------------------------------------------------- proactive
+
+run_proactive() {
+	local secs=${PROACTIVE_SECONDS:-600} i t rc bad=0 load cmd
+	local -a served=() plain=()
+	local -a wl=("$B/workload" --size 128 --seconds "$secs" --warmup 0 --pattern hotcold
+		--hot-pct 50 --hot-access-pct 100 --write-pct 50 --json)
+	FAILED=0
+	mkdir -p "$TMP/pcase"
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	cmd=$(bench_command "$@")
+	echo "bench: proactive: 8 + 8 processes of 128 MiB for $secs s" >&2
+	: >"$TMP/default.conf" # the defaults, whatever /etc holds
+	start_daemon lzo "$TMP/default.conf"
+	for i in 1 2 3 4 5 6 7 8; do
+		LD_PRELOAD=$B/libzswap.so "${wl[@]}" --seed "$i" >"$TMP/pcase/s$i.json" 2>/dev/null 9>&- &
+		served+=($!)
+		state_add "pid $! $B/workload"
+		"${wl[@]}" --seed "$i" >"$TMP/pcase/p$i.json" 2>/dev/null 9>&- &
+		plain+=($!)
+		state_add "pid $! $B/workload"
+	done
+	# Every 30 s: the served ones' RssAnon, the pool, the others' RssAnon, and
+	# zswapd's view of the served ones (list --json).
+	for t in $(seq 30 30 $((secs - 10))); do
+		sleep 30
+		{
+			echo "t=$t"
+			for i in "${served[@]}"; do echo "served $(awk '/^RssAnon/ { print $2 }' "/proc/$i/status")"; done
+			for i in "${plain[@]}"; do echo "plain $(awk '/^RssAnon/ { print $2 }' "/proc/$i/status")"; done
+			"$B/zswapctl" stats | awk '$1 == "pool_total_size" || $1 == "proactive_sweeps" { print "stat", $1, $2 }'
+			echo "list $("$B/zswapctl" list --json)"
+		} >"$TMP/pcase/sample-$t" 2>/dev/null || true
+	done
+	for i in "${served[@]}" "${plain[@]}"; do
+		rc=0
+		wait "$i" 2>/dev/null || rc=$?
+		state_drop_pid "$i"
+		[ $rc -eq 0 ] || bad=$((bad + 1))
+	done
+	cp "$TMP/daemon.log" "$TMP/pcase/daemon.log"
+	stop_daemon
+	[ $bad -eq 0 ] || FAILED=1
+	python3 - "$TMP/pcase" "$OUT" "$host" "$stamp" "$load" "$cmd" "$secs" <<'PY'
+import glob, json, os, sys
+d, out, host, stamp, load, cmd, secs = sys.argv[1:]
+def job(p):
+    try:
+        return json.load(open(p))
+    except (OSError, ValueError):
+        return None
+served = [job(os.path.join(d, f"s{i}.json")) for i in range(1, 9)]
+plain = [job(os.path.join(d, f"p{i}.json")) for i in range(1, 9)]
+rows = ["| t s | served RssAnon MiB | pool MiB | plain RssAnon MiB | saved | refaults/min per 1000 pages | stall ms/min, all | sweeps |",
+        "|---|---|---|---|---|---|---|---|"]
+samples = []
+for f in sorted(glob.glob(os.path.join(d, "sample-*")), key=lambda f: int(f.rsplit("-", 1)[1])):
+    s = {"served": 0, "plain": 0, "pool": 0, "sweeps": 0, "refaults": 0, "pages": 0, "stall": 0}
+    for line in open(f):
+        k, _, v = line.strip().partition(" ")
+        if k == "t=" or line.startswith("t="):
+            s["t"] = int(line.strip()[2:])
+        elif k in ("served", "plain") and v.isdigit():
+            s[k] += int(v)
+        elif k == "stat":
+            name, val = v.split()
+            s["pool" if name == "pool_total_size" else "sweeps"] = int(val)
+        elif k == "list":
+            for t in json.loads(v):
+                s["refaults"] += t["refaults_per_min"]
+                s["pages"] += t["resident_pages"] + t["evicted_pages"]
+                s["stall"] += t["stall_usec_per_min"]
+    held = s["served"] * 1024 + s["pool"]
+    s["saved"] = 1 - held / (s["plain"] * 1024) if s["plain"] else None
+    s["refault_permille"] = s["refaults"] * 1000 / s["pages"] if s["pages"] else None
+    samples.append(s)
+    rows.append(f"| {s['t']} | {s['served'] / 1024:.0f} | {s['pool'] / 2**20:.0f} | {s['plain'] / 1024:.0f} | "
+                f"{100 * s['saved']:.0f}% | {s['refault_permille']:.2f} | {s['stall'] / 1000:.0f} | {s['sweeps']} |"
+                if s["saved"] is not None and s["refault_permille"] is not None else f"| {s.get('t')} | — | — | — | — | — | — | — |")
+ok = all(j and j.get("ok") for j in served + plain)
+rate = lambda js: sum(j["accesses_per_s"] for j in js if j) / max(1, sum(1 for j in js if j))
+speed = rate(served) / rate(plain) if rate(plain) else None
+summary = (f"Every page verified: {'yes' if ok else 'NO'}. Accesses/s, mean per process: served "
+           f"{rate(served) / 1e6:.2f} M, not served {rate(plain) / 1e6:.2f} M: "
+           f"{speed:.3f}x." if speed else "no speed figures")
+notes = f"""
+How to read it:
+- Sixteen processes of 128 MiB (tests/bench/workload.c, half of the pages never
+  touched, the other half taking every access, half writes) run for {secs} s at the
+  same time on the same CPUs: eight opted in to a zswapd started with no config
+  (proactive eviction, cold age 120 s), eight not.
+- saved: 1 - (the served ones' RssAnon + zswapd's pool) / (the others' RssAnon).
+- refaults/min per 1000 pages: what the served ones faulted back over the last
+  minute, over their anonymous memory (resident + evicted); the default target is 2.
+- stall ms/min: what zswapd measured its processes' threads waited on its faults
+  over the last minute, all eight together.
+- speed: the served ones' accesses per second against the others', over the
+  whole run (the first cold age included, where nothing is evicted yet).
+
+{summary}
+
+Host: {host}. Date: {stamp}. Load before: {load}. Command: `{cmd}`.
+"""
+title = "## proactive: cold memory compressed without being asked\n\n"
+open(os.path.join(out, "proactive.md"), "w").write(title + "\n".join(rows) + "\n" + notes)
+json.dump({"host": host, "date": stamp, "command": cmd, "seconds": int(secs), "samples": samples,
+           "speed_ratio": speed, "verified": ok, "served": served, "plain": plain},
+          open(os.path.join(out, "proactive.json"), "w"), indent=1)
+print("\n".join(rows))
+print(summary)
+PY
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a proactive process lost data or died" >&2
+		return 1
+	fi
+}
+
 # ---------------------------------------------------------------- redis
 
 # A real application: redis-server with a dataset about twice its
@@ -1428,4 +1553,5 @@ if want redis; then run_redis "$@"; fi
 if want unmap; then run_unmap; fi
 if want pairs; then run_pairs "$@"; fi
 if want squeeze; then run_squeeze "$@"; fi
+if want proactive; then run_proactive "$@"; fi
 exit 0

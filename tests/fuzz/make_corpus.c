@@ -98,7 +98,8 @@ int main(int argc, char **argv)
 	struct zs_limit_reply limit_reply = { 64u << 20, 256u << 20 };
 	struct zs_group group_all = { .bytes = 8ull << 30, .flags = ZS_GROUP_ALL };
 	struct zs_group group_cg = { .bytes = 2ull << 30, .cgroup = "/system.slice/foo.service" };
-	struct zs_group_reply group_reply = { 2ull << 30, 3ull << 30, 1ull << 30, 1536ull << 20, 3, 0 };
+	struct zs_group_reply group_reply = { 2ull << 30, 3ull << 30, 1ull << 30, 1536ull << 20, 3, 0,
+					      4ull << 30, 1ull << 30, 1200, 30000 };
 
 	if (argc != 2) {
 		fprintf(stderr, "Usage: make_corpus DIR\n");
