@@ -33,11 +33,12 @@
  *                                                before a move is faulted at its new place
  *   memtest follow [two]                         evict from one thread (or with a second
  *                                                one asleep), say "threads: N", verify
- *   memtest hold MIB [hot|grow|idle]             fill, print "ready", read and write random
+ *   memtest hold MIB [hot|grow|idle|locked]      fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter;
  *                                                "grow": the same, filled 4 MiB every 50 ms;
- *                                                "idle": touch nothing until then
+ *                                                "idle": touch nothing until then;
+ *                                                "locked": idle, its memory mlocked
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -1105,7 +1106,8 @@ static int t_hold(int argc, char **argv)
 	uint64_t *shadow = calloc(npages, sizeof(*shadow)), x = 1, v = 0, touches = 0;
 	bool grow = argc > 3 && strcmp(argv[3], "grow") == 0;
 	bool hot_only = grow || (argc > 3 && strcmp(argv[3], "hot") == 0);
-	bool idle = argc > 3 && strcmp(argv[3], "idle") == 0;
+	bool locked = argc > 3 && strcmp(argv[3], "locked") == 0;
+	bool idle = locked || (argc > 3 && strcmp(argv[3], "idle") == 0);
 	sigset_t usr1;
 
 	signal(SIGUSR1, on_usr1);
@@ -1121,6 +1123,8 @@ static int t_hold(int argc, char **argv)
 		if (grow)
 			usleep(50000);
 	}
+	/* The system call itself: AddressSanitizer's mlock() does nothing. */
+	CHECK(!locked || syscall(SYS_mlock, m, npages * PAGE) == 0, "mlock: %s", strerror(errno));
 	printf("ready\n");
 	fflush(stdout);
 	while (!got_usr1) {

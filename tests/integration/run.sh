@@ -632,6 +632,14 @@ t_group_budget() {
 	"$CTL" list --prometheus | grep -q "^# TYPE zswapd_process_stall_seconds_total counter"
 	"$CTL" limit --all none | grep -q "no budget"
 	[ "$(stat_of groups)" -eq 0 ]
+	# A budget below what the members have locked is refused, and changes nothing.
+	hold_start "$TMP/g4.out" 16 locked
+	[ "$(rc "$CTL" limit --all 8M 2>"$TMP/e")" = 1 ]
+	grep -q "below what the group's processes have locked" "$TMP/e"
+	"$CTL" limit --all | grep -q "no budget"
+	[ "$(stat_of groups)" -eq 0 ]
+	kill -USR1 $HOLD_PID
+	wait $HOLD_PID
 	kill -USR1 $p1 $p2 $p3
 	wait $p1
 	wait $p2
