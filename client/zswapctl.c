@@ -8,6 +8,7 @@
  *   zswapctl limit PID SIZE|none     keep PID's resident anonymous memory under SIZE
  *   zswapctl limit --all [SIZE|none]             one budget for every served process
  *   zswapctl limit --cgroup PATH [SIZE|none]     ... for those of a memory cgroup
+ *   zswapctl groups [--json|--prometheus]        the groups: budgets, followed cgroup limits
  *   zswapctl run -- CMD [ARGS...]    start CMD opted in (LD_PRELOAD=libzswap.so)
  *
  * Exit codes: 0 done, 1 failed (the reason on stderr), 2 usage error.
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,7 @@ static int usage(FILE *f, int code)
 		"  limit --all [SIZE|none] one budget for all served processes, coldest give first\n"
 		"  limit --cgroup PATH [SIZE|none]\n"
 		"                          the same for the served processes of a memory cgroup\n"
+		"  groups [--json|--prometheus]  show the groups: budgets, followed cgroup limits\n"
 		"  restore PID             bring every evicted page of PID back, lifting its limit\n"
 		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
 		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
@@ -476,6 +479,109 @@ static int cmd_limit_group(int argc, char **argv)
 	return 0;
 }
 
+static const char *group_name(const struct zs_group_info *gi, char *buf, size_t len)
+{
+	if (gi->flags & ZS_GROUP_ALL)
+		return "all";
+	snprintf(buf, len, "%.*s", (int)sizeof(gi->cgroup) - 1, gi->cgroup);
+	return buf;
+}
+
+static void groups_prometheus_family(const struct zs_group_info *gi, size_t n, const char *name,
+				     const char *type, const char *help, size_t off, double scale)
+{
+	printf("# HELP zswapd_group_%s %s\n# TYPE zswapd_group_%s %s\n", name, help, name, type);
+	for (size_t i = 0; i < n; i++) {
+		char buf[ZS_TARGET_CGROUP_LEN];
+		uint64_t v;
+
+		memcpy(&v, (const char *)&gi[i].figures + off, sizeof(v));
+		printf("zswapd_group_%s{group=\"", name);
+		print_label(group_name(&gi[i], buf, sizeof(buf)));
+		printf("\"} %.17g\n", (double)v * scale);
+	}
+}
+
+#define GROUP_FIELD(f) offsetof(struct zs_group_reply, f)
+
+/* `groups`: every group with a budget or a followed cgroup limit. */
+static int cmd_groups(int argc, char **argv)
+{
+	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	bool prom = argc == 2 && strcmp(argv[1], "--prometheus") == 0;
+	const struct zs_group_info *gi;
+	const struct zs_hdr *h;
+	size_t n;
+
+	if (argc > 2 || (argc == 2 && !json && !prom))
+		return usage(stderr, EXIT_USAGE);
+	if (ctl_call(ZS_GROUPS, NULL, 0, ZS_GROUPS_REPLY, &h) < 0)
+		return 1;
+	gi = proto_payload(h);
+	n = h->len / sizeof(*gi);
+	if (prom) {
+		groups_prometheus_family(gi, n, "resident_bytes", "gauge", "its processes' RssAnon",
+					 GROUP_FIELD(resident_bytes), 1);
+		groups_prometheus_family(gi, n, "budget_bytes", "gauge", "its budget, 0 = none",
+					 GROUP_FIELD(budget_bytes), 1);
+		groups_prometheus_family(gi, n, "cgroup_limit_bytes", "gauge",
+					 "the cgroup limit followed, 0 = none", GROUP_FIELD(limit_bytes), 1);
+		groups_prometheus_family(gi, n, "evicted_bytes", "gauge", "its processes' evicted memory",
+					 GROUP_FIELD(evicted_bytes), 1);
+		groups_prometheus_family(gi, n, "pool_bytes", "gauge", "what that takes in the pool",
+					 GROUP_FIELD(compressed_bytes), 1);
+		groups_prometheus_family(gi, n, "refaults_per_minute", "gauge",
+					 "pages faulted back over the last minute",
+					 GROUP_FIELD(refaults_per_min), 1);
+		groups_prometheus_family(gi, n, "stall_seconds_per_minute", "gauge",
+					 "its threads' wait on zswapd's faults over the last minute",
+					 GROUP_FIELD(stall_usec_per_min), 1e-6);
+		return 0;
+	}
+	if (json)
+		putchar('[');
+	else
+		printf("%-32s %9s %10s %10s %10s %10s %10s %10s %10s\n", "GROUP", "PROCESSES",
+		       "RESIDENT", "BUDGET", "CG LIMIT", "EVICTED", "SAVED", "REFAULT/M", "STALL/M");
+	for (size_t i = 0; i < n; i++) {
+		const struct zs_group_reply *f = &gi[i].figures;
+		char buf[ZS_TARGET_CGROUP_LEN], res[16], bud[16] = "-", lim[16] = "-", ev[16], sv[16];
+		uint64_t saved = f->evicted_bytes > f->compressed_bytes ?
+					 f->evicted_bytes - f->compressed_bytes : 0;
+		const char *name = group_name(&gi[i], buf, sizeof(buf));
+
+		if (json) {
+			printf("%s{\"group\":", i ? "," : "");
+			print_json_string(name);
+			printf(",\"members\":%u,\"resident_bytes\":%llu,\"budget_bytes\":%llu,"
+			       "\"cgroup_limit_bytes\":%llu,\"cgroup_usage_bytes\":%llu,"
+			       "\"evicted_bytes\":%llu,\"compressed_bytes\":%llu,\"saved_bytes\":%llu,"
+			       "\"refaults_per_min\":%llu,\"stall_usec_per_min\":%llu}",
+			       f->members, (unsigned long long)f->resident_bytes,
+			       (unsigned long long)f->budget_bytes, (unsigned long long)f->limit_bytes,
+			       (unsigned long long)f->usage_bytes, (unsigned long long)f->evicted_bytes,
+			       (unsigned long long)f->compressed_bytes, (unsigned long long)saved,
+			       (unsigned long long)f->refaults_per_min,
+			       (unsigned long long)f->stall_usec_per_min);
+			continue;
+		}
+		size_format(f->resident_bytes, res, sizeof(res));
+		if (f->budget_bytes)
+			size_format(f->budget_bytes, bud, sizeof(bud));
+		if (f->limit_bytes)
+			size_format(f->limit_bytes, lim, sizeof(lim));
+		size_format(f->evicted_bytes, ev, sizeof(ev));
+		size_format(saved, sv, sizeof(sv));
+		sanitize_comm(buf);
+		printf("%-32s %9u %10s %10s %10s %10s %10s %10llu %8llums\n", name, f->members, res, bud,
+		       lim, ev, sv, (unsigned long long)f->refaults_per_min,
+		       (unsigned long long)(f->stall_usec_per_min / 1000));
+	}
+	if (json)
+		puts("]");
+	return 0;
+}
+
 static int cmd_limit(int argc, char **argv)
 {
 	struct zs_limit req = { 0 };
@@ -577,6 +683,7 @@ int main(int argc, char **argv)
 		{ "list", cmd_list },
 		{ "reclaim", cmd_reclaim },
 		{ "limit", cmd_limit },
+		{ "groups", cmd_groups },
 		{ "restore", cmd_restore },
 		{ "run", cmd_run },
 	};

@@ -222,6 +222,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	case ZS_LIMIT:
 	case ZS_RESTORE:
 	case ZS_GROUP:
+	case ZS_GROUPS:
 		if (c->kind == CONN_SHIM)
 			return -EBADMSG;
 		c->kind = CONN_CTL;

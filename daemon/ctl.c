@@ -165,6 +165,21 @@ static int ctl_group(struct conn *c, const struct zs_hdr *h)
 	return proto_send(c->w.fd, ZS_GROUP_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
 }
 
+/* zswapctl groups: anyone may look (the figures are sums, no process named). */
+static int ctl_groups(struct conn *c, const struct zs_hdr *h)
+{
+	size_t max = (ZS_MSG_MAX - sizeof(struct zs_hdr)) / sizeof(struct zs_group_info), n;
+	struct zs_group_info *out = calloc(max, sizeof(*out));
+	int r;
+
+	if (!out)
+		return -ENOMEM;
+	n = group_list(c->d, out, max);
+	r = proto_send(c->w.fd, ZS_GROUPS_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);
+	free(out);
+	return r;
+}
+
 static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_restore *req = proto_payload(h);
@@ -198,6 +213,8 @@ int ctl_handle(struct conn *c, const struct zs_hdr *h)
 		return ctl_restore(c, h);
 	case ZS_GROUP:
 		return ctl_group(c, h);
+	case ZS_GROUPS:
+		return ctl_groups(c, h);
 	default:
 		return -EBADMSG;
 	}

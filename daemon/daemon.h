@@ -532,6 +532,7 @@ void group_refresh(struct daemon *d);
 void group_enforce(struct daemon *d, bool tick);
 int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 	      struct zs_group_reply *rep, const char **ret_why);
+size_t group_list(struct daemon *d, struct zs_group_info *out, size_t max);
 bool group_any(const struct daemon *d);
 void group_free_all(struct daemon *d);
 

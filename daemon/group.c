@@ -389,6 +389,47 @@ static uint64_t group_locked_bytes(struct daemon *d, const struct group *g)
 	return sum;
 }
 
+/* How g stands now: what `limit --all|--cgroup` and `groups` print. */
+static void group_figures(struct daemon *d, struct group *g, struct zs_group_reply *rep)
+{
+	struct target **m = NULL;
+	uint32_t n;
+	uint64_t pending;
+
+	*rep = (struct zs_group_reply){ 0 };
+	if (!g->members && group_measure(d, g, &m, &n, &pending) == 0)
+		free(m);
+	rep->budget_bytes = g->budget;
+	rep->limit_bytes = g->follows ? g->limit : 0;
+	rep->resident_bytes = g->resident;
+	rep->usage_bytes = g->usage;
+	if (g->cgroup[0] && !rep->usage_bytes)
+		cgroup_usage(g->cgroup, &rep->usage_bytes);
+	rep->members = g->members;
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (!group_has(g, t))
+			continue;
+		rep->evicted_bytes += target_evicted_pages(t) * ZS_PAGE_SIZE;
+		rep->compressed_bytes += t->compressed_bytes;
+		rep->refaults_per_min += rate_per_minute(&t->loads_rate);
+		rep->stall_usec_per_min += rate_per_minute(&t->stall_rate);
+	}
+}
+
+/* Every group, for `zswapctl groups`; how many were filled (at most max). */
+size_t group_list(struct daemon *d, struct zs_group_info *out, size_t max)
+{
+	size_t n = 0;
+
+	for (struct group *g = d->groups; g && n < max; g = g->next, n++) {
+		memset(&out[n], 0, sizeof(out[n]));
+		memcpy(out[n].cgroup, g->cgroup, sizeof(out[n].cgroup) - 1);
+		out[n].flags = (g->cgroup[0] ? 0 : ZS_GROUP_ALL) | (g->follows ? ZS_GROUP_FOLLOWS : 0);
+		group_figures(d, g, &out[n].figures);
+	}
+	return n;
+}
+
 /* What `zswapctl limit --all|--cgroup` sets; the reply says how the group stands. */
 int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 	      struct zs_group_reply *rep, const char **ret_why)
@@ -429,31 +470,7 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 		}
 		d->last_limit_usec = 0;
 	}
-	if (!g)
-		g = &probe;
-	if (g == &probe || !g->members) {
-		struct target **m = NULL;
-		uint32_t n;
-		uint64_t pending;
-
-		if (group_measure(d, g, &m, &n, &pending) == 0)
-			free(m);
-	}
-	rep->budget_bytes = g->budget;
-	rep->limit_bytes = g->follows ? g->limit : 0;
-	rep->resident_bytes = g->resident;
-	rep->usage_bytes = g->usage;
-	if (cgroup[0] && !rep->usage_bytes)
-		cgroup_usage(cgroup, &rep->usage_bytes);
-	rep->members = g->members;
-	for (struct target *t = d->targets; t; t = t->next) {
-		if (!group_has(g, t))
-			continue;
-		rep->evicted_bytes += target_evicted_pages(t) * ZS_PAGE_SIZE;
-		rep->compressed_bytes += t->compressed_bytes;
-		rep->refaults_per_min += rate_per_minute(&t->loads_rate);
-		rep->stall_usec_per_min += rate_per_minute(&t->stall_rate);
-	}
+	group_figures(d, g ? g : &probe, rep);
 	return 0;
 }
 

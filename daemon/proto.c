@@ -54,6 +54,7 @@ _Static_assert(sizeof(struct zs_stat) == 48, "zs_stat");
 _Static_assert(sizeof(struct zs_target_info) == 216, "zs_target_info");
 _Static_assert(sizeof(struct zs_group) == 272, "zs_group");
 _Static_assert(sizeof(struct zs_group_reply) == 72, "zs_group_reply");
+_Static_assert(sizeof(struct zs_group_info) == 176, "zs_group_info");
 _Static_assert(sizeof(struct zs_limit) == 16, "zs_limit");
 _Static_assert(sizeof(struct zs_limit_reply) == 16, "zs_limit_reply");
 _Static_assert(offsetof(struct zs_error, msg) == 4, "zs_error");
@@ -250,6 +251,11 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 		return proto_check_group(p, len);
 	case ZS_GROUP_REPLY:
 		return proto_check_size(len, sizeof(struct zs_group_reply));
+	case ZS_GROUPS:
+		return proto_check_size(len, 0);
+	case ZS_GROUPS_REPLY:
+		return proto_check_records(p, len, sizeof(struct zs_group_info),
+					   offsetof(struct zs_group_info, cgroup), ZS_TARGET_CGROUP_LEN);
 	case ZS_STATS_REPLY:
 		return proto_check_records(p, len, sizeof(struct zs_stat),
 					   offsetof(struct zs_stat, name), ZS_STAT_NAME);

@@ -68,6 +68,8 @@
  *   ZS_GROUP {bytes, flags, cgroup} -> ZS_GROUP_REPLY {struct zs_group_reply}:
  *             one budget for the resident anonymous memory of every served
  *             process (ZS_GROUP_ALL) or of those in a memory cgroup
+ *   ZS_GROUPS -> ZS_GROUPS_REPLY {struct zs_group_info[]}: every group, with
+ *             budgets and followed cgroup limits
  *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
  */
 #ifndef ZSWAP_PROTO_H
@@ -100,6 +102,7 @@ enum zs_type {
 	ZS_LIMIT = 35,
 	ZS_RESTORE = 36,
 	ZS_GROUP = 37,
+	ZS_GROUPS = 38,
 	/* daemon -> zswapctl */
 	ZS_STATS_REPLY = 48,
 	ZS_LIST_REPLY = 49,
@@ -107,6 +110,7 @@ enum zs_type {
 	ZS_LIMIT_REPLY = 51,
 	ZS_RESTORE_REPLY = 52,
 	ZS_GROUP_REPLY = 53,
+	ZS_GROUPS_REPLY = 54,
 	ZS_ERROR = 63,
 };
 
@@ -345,6 +349,15 @@ struct zs_group_reply {
 	uint64_t compressed_bytes; /* what those take in the pool: saved = evicted - compressed */
 	uint64_t refaults_per_min; /* pages faulted back over the last minute */
 	uint64_t stall_usec_per_min; /* their threads' wait on zswapd's faults, last minute */
+};
+
+#define ZS_GROUP_FOLLOWS 0x4u /* in zs_group_info: the cgroup's own limit is followed */
+
+struct zs_group_info {
+	char cgroup[ZS_TARGET_CGROUP_LEN]; /* "" for every served process; cut to fit, NUL terminated */
+	uint32_t flags;			   /* ZS_GROUP_ALL, ZS_GROUP_FOLLOWS */
+	uint32_t pad;
+	struct zs_group_reply figures;
 };
 
 #define ZS_STAT_NAME 40

@@ -98,6 +98,11 @@ int main(int argc, char **argv)
 	struct zs_limit_reply limit_reply = { 64u << 20, 256u << 20 };
 	struct zs_group group_all = { .bytes = 8ull << 30, .flags = ZS_GROUP_ALL };
 	struct zs_group group_cg = { .bytes = 2ull << 30, .cgroup = "/system.slice/foo.service" };
+	struct zs_group_info groups_reply[2] = {
+		{ .flags = ZS_GROUP_ALL, .figures = { .budget_bytes = 8ull << 30, .members = 12 } },
+		{ .cgroup = "/system.slice/foo.service", .flags = ZS_GROUP_FOLLOWS,
+		  .figures = { .limit_bytes = 2ull << 30, .members = 3 } },
+	};
 	struct zs_group_reply group_reply = { 2ull << 30, 3ull << 30, 1ull << 30, 1536ull << 20, 3, 0,
 					      4ull << 30, 1ull << 30, 1200, 30000 };
 
@@ -127,6 +132,8 @@ int main(int argc, char **argv)
 	put("group-all", ZS_GROUP, &group_all, sizeof(group_all));
 	put("group-cgroup", ZS_GROUP, &group_cg, sizeof(group_cg));
 	put("group-reply", ZS_GROUP_REPLY, &group_reply, sizeof(group_reply));
+	put("groups", ZS_GROUPS, NULL, 0);
+	put("groups-reply", ZS_GROUPS_REPLY, groups_reply, sizeof(groups_reply));
 	/* the message's NUL is the payload's last byte, as proto_send_error() sends it */
 	put2("error", ZS_ERROR, &error, sizeof(error), error_msg, sizeof(error_msg));
 	return failed;

@@ -628,6 +628,12 @@ t_group_budget() {
 	[ "$(stat_of group_reclaims)" -gt 0 ]
 	# the group's figures, and each process's for Prometheus
 	"$CTL" limit --all | grep -q "budget 100M; evicted .*, saving .* refaults and .* ms of stall a minute"
+	"$CTL" groups | grep -q "^all  *3  *.*100M"
+	"$CTL" groups --json | python3 -c "import json,sys
+g = json.load(sys.stdin)
+assert len(g) == 1 and g[0]['group'] == 'all' and g[0]['members'] == 3, g
+assert g[0]['budget_bytes'] == 100 << 20 and g[0]['saved_bytes'] > 0, g"
+	"$CTL" groups --prometheus | grep -q '^zswapd_group_budget_bytes{group="all"} 104857600$'
 	"$CTL" list --prometheus | grep -q "^zswapd_process_saved_bytes{pid=\"$p1\",comm=\"memtest\",cgroup=\".*\"} [1-9]"
 	"$CTL" list --prometheus | grep -q "^# TYPE zswapd_process_stall_seconds_total counter"
 	"$CTL" limit --all none | grep -q "no budget"
@@ -638,6 +644,8 @@ t_group_budget() {
 	grep -q "below what the group's processes have locked" "$TMP/e"
 	"$CTL" limit --all | grep -q "no budget"
 	[ "$(stat_of groups)" -eq 0 ]
+	[ "$("$CTL" groups --json)" = "[]" ]
+	[ "$(rc "$CTL" groups --jsn 2>/dev/null)" = 2 ]
 	kill -USR1 $HOLD_PID
 	wait $HOLD_PID
 	kill -USR1 $p1 $p2 $p3
@@ -684,6 +692,7 @@ t_cgroup_limit() {
 	echo "result: cgroup limit 200M, 256 MiB served in it: usage $usage MiB, at most $max MiB, $(stat_of group_reclaims) group reclaims"
 	grep -q "cgroup $cg: limit 200 MiB, kept 15% under it" "$TMP/daemon.log"
 	grep -q "3 processes, .*cgroup limit 200M followed" "$TMP/cg.group"
+	"$CTL" groups | grep -q "^$cg  *3  *.*200M"
 	[ "$usage" -le 175 ] # a 170M goal, a slack of 3M
 	[ "$max" -lt 200 ]   # never at the limit
 	[ "$(stat_of group_reclaims)" -gt 0 ]

@@ -105,6 +105,12 @@ static const struct msg_case valid[] = {
 	{ "group cgroup query", ZS_GROUP,
 	  &(const struct zs_group){ .flags = ZS_GROUP_QUERY, .cgroup = "/system.slice" },
 	  sizeof(struct zs_group) },
+	{ "groups", ZS_GROUPS, NULL, 0 },
+	{ "groups reply empty", ZS_GROUPS_REPLY, NULL, 0 },
+	{ "groups reply", ZS_GROUPS_REPLY,
+	  (const struct zs_group_info[]){ { .flags = ZS_GROUP_ALL },
+					  { .cgroup = "/a.slice", .flags = ZS_GROUP_FOLLOWS } },
+	  2 * sizeof(struct zs_group_info) },
 	{ "group reply", ZS_GROUP_REPLY, &(const struct zs_group_reply){ .budget_bytes = 1 << 30, .resident_bytes = 5 << 20, .members = 3 },
 	  sizeof(struct zs_group_reply) },
 	{ "stats reply empty", ZS_STATS_REPLY, NULL, 0 },
@@ -129,7 +135,7 @@ static const uint16_t all_types[] = {
 	ZS_READY,	ZS_EVICT,	ZS_BYE,		  ZS_STATS,	    ZS_LIST,
 	ZS_RECLAIM,	ZS_STATS_REPLY, ZS_LIST_REPLY, ZS_RECLAIM_REPLY, ZS_ERROR,
 	ZS_LIMIT,	ZS_LIMIT_REPLY, ZS_RESTORE,	  ZS_RESTORE_REPLY, ZS_GROUP,
-	ZS_GROUP_REPLY,
+	ZS_GROUP_REPLY, ZS_GROUPS,	ZS_GROUPS_REPLY,
 };
 
 /* Writes header and payload into buf; returns the datagram length. */
@@ -749,6 +755,13 @@ static const struct bad_case bad[] = {
 	  sizeof(struct zs_group), .want = -EBADMSG },
 	{ "group short", ZS_GROUP, &(const struct zs_group){ .flags = ZS_GROUP_ALL }, 16,
 	  .want = -EBADMSG },
+	{ "groups with a payload", ZS_GROUPS, &(const struct zs_group){ .flags = ZS_GROUP_ALL }, 8,
+	  .want = -EBADMSG },
+	{ "groups reply cut", ZS_GROUPS_REPLY, (const struct zs_group_info[]){ { .flags = 1 } }, 100,
+	  .want = -EBADMSG },
+	{ "groups reply name unterminated", ZS_GROUPS_REPLY,
+	  (const struct zs_group_info[]){ { .cgroup = { [0 ... ZS_TARGET_CGROUP_LEN - 1] = 'x' } } },
+	  sizeof(struct zs_group_info), .want = -EBADMSG },
 	{ "group reply short", ZS_GROUP_REPLY, &(const struct zs_group_reply){ .budget_bytes = 1 }, 32,
 	  .want = -EBADMSG },
 	/* RECLAIM_REPLY */
