@@ -605,8 +605,9 @@ t_group_budget() {
 	no_rss_under_tsan
 	# One budget for every served process (zswapctl limit --all): three of
 	# 64 MiB, one idle, one with a hot quarter, one touching all of itself,
-	# under 100M.  The group holds the budget, taking from the coldest
-	# first: the idle one gives the most, the busiest keeps the most.
+	# under 80M.  The group holds the budget (within 15%: the busy ones
+	# fault back what goes, 89 MiB here), taking from the coldest first:
+	# the idle one gives all it can (8 MiB stay), the busiest keeps the most.
 	local p1 p2 p3 r1 r2 r3 total extra=0
 	hold_start "$TMP/g1.out" 64 idle
 	p1=$HOLD_PID
@@ -614,26 +615,26 @@ t_group_budget() {
 	p2=$HOLD_PID
 	hold_start "$TMP/g3.out" 64
 	p3=$HOLD_PID
-	"$CTL" limit --all 100M | grep -q "3 processes, resident .*, budget 100M"
+	"$CTL" limit --all 80M | grep -q "3 processes, resident .*, budget 80M"
 	sleep 8
 	read -r r1 r2 r3 < <(list_resident $p1 $p2 $p3)
 	total=$(((r1 + r2 + r3) / 256))
-	echo "result: --all 100M over idle, quarter-hot and busy 64 MiB: resident $((r1 / 256)), $((r2 / 256)), $((r3 / 256)) MiB ($total MiB), $(stat_of group_reclaims) group reclaims"
+	echo "result: --all 80M over idle, quarter-hot and busy 64 MiB: resident $((r1 / 256)), $((r2 / 256)), $((r3 / 256)) MiB ($total MiB), $(stat_of group_reclaims) group reclaims"
 	# ASan's runtime adds resident memory to each process that the budget counts.
 	case "${SANITIZE:-}" in *address*) extra=30 ;; esac
-	[ "$total" -le $((110 + extra)) ]
+	[ "$total" -le $((92 + extra)) ] # within 15%: the busy ones fault back what goes
 	[ "$r1" -lt "$r2" ]
 	[ "$r2" -lt "$r3" ]
 	[ "$r3" -ge $((40 * 256)) ]
 	[ "$(stat_of group_reclaims)" -gt 0 ]
 	# the group's figures, and each process's for Prometheus
-	"$CTL" limit --all | grep -q "budget 100M; evicted .*, saving .* refaults and .* ms of stall a minute"
-	"$CTL" groups | grep -q "^all  *3  *.*100M"
+	"$CTL" limit --all | grep -q "budget 80M; evicted .*, saving .* refaults and .* ms of stall a minute"
+	"$CTL" groups | grep -q "^all  *3  *.*80M"
 	"$CTL" groups --json | python3 -c "import json,sys
 g = json.load(sys.stdin)
 assert len(g) == 1 and g[0]['group'] == 'all' and g[0]['members'] == 3, g
-assert g[0]['budget_bytes'] == 100 << 20 and g[0]['saved_bytes'] > 0, g"
-	"$CTL" groups --prometheus | grep -q '^zswapd_group_budget_bytes{group="all"} 104857600$'
+assert g[0]['budget_bytes'] == 80 << 20 and g[0]['saved_bytes'] > 0, g"
+	"$CTL" groups --prometheus | grep -q '^zswapd_group_budget_bytes{group="all"} 83886080$'
 	"$CTL" list --prometheus | grep -q "^zswapd_process_saved_bytes{pid=\"$p1\",comm=\"memtest\",cgroup=\".*\"} [1-9]"
 	"$CTL" list --prometheus | grep -q "^# TYPE zswapd_process_stall_seconds_total counter"
 	"$CTL" limit --all none | grep -q "no budget"
