@@ -149,18 +149,30 @@ static const struct stat_info *stat_info_of(const char *name)
 	return NULL;
 }
 
+enum out_format { TEXT, JSON, PROM };
+
+/* stats, list and groups take the same options: none, --json or --prometheus. */
+static int parse_format(int argc, char **argv, enum out_format *ret)
+{
+	if (argc == 1)
+		*ret = TEXT;
+	else if (argc == 2 && strcmp(argv[1], "--json") == 0)
+		*ret = JSON;
+	else if (argc == 2 && strcmp(argv[1], "--prometheus") == 0)
+		*ret = PROM;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
-	enum { TEXT, JSON, PROM } fmt = TEXT;
+	enum out_format fmt;
 	const struct zs_hdr *h;
 	const struct zs_stat *st;
 	size_t n;
 
-	if (argc == 2 && strcmp(argv[1], "--json") == 0)
-		fmt = JSON;
-	else if (argc == 2 && strcmp(argv[1], "--prometheus") == 0)
-		fmt = PROM;
-	else if (argc != 1)
+	if (parse_format(argc, argv, &fmt) < 0)
 		return usage(stderr, EXIT_USAGE);
 	if (ctl_call(ZS_STATS, NULL, 0, ZS_STATS_REPLY, &h) < 0)
 		return 1;
@@ -290,23 +302,22 @@ static void list_prometheus(const struct zs_target_info *ti, size_t n)
 
 static int cmd_list(int argc, char **argv)
 {
-	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-	bool prom = argc == 2 && strcmp(argv[1], "--prometheus") == 0;
+	enum out_format fmt;
 	const struct zs_target_info *ti;
 	const struct zs_hdr *h;
 	size_t n;
 
-	if (argc > 2 || (argc == 2 && !json && !prom))
+	if (parse_format(argc, argv, &fmt) < 0)
 		return usage(stderr, EXIT_USAGE);
 	if (ctl_call(ZS_LIST, NULL, 0, ZS_LIST_REPLY, &h) < 0)
 		return 1;
 	ti = proto_payload(h);
 	n = h->len / sizeof(*ti);
-	if (prom) {
+	if (fmt == PROM) {
 		list_prometheus(ti, n);
 		return 0;
 	}
-	if (json) {
+	if (fmt == JSON) {
 		putchar('[');
 		for (size_t i = 0; i < n; i++) {
 			printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", ti[i].pid);
@@ -507,19 +518,20 @@ static void groups_prometheus_family(const struct zs_group_info *gi, size_t n, c
 /* `groups`: every group with a budget or a followed cgroup limit. */
 static int cmd_groups(int argc, char **argv)
 {
-	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-	bool prom = argc == 2 && strcmp(argv[1], "--prometheus") == 0;
+	enum out_format fmt;
 	const struct zs_group_info *gi;
 	const struct zs_hdr *h;
 	size_t n;
+	bool json;
 
-	if (argc > 2 || (argc == 2 && !json && !prom))
+	if (parse_format(argc, argv, &fmt) < 0)
 		return usage(stderr, EXIT_USAGE);
+	json = fmt == JSON;
 	if (ctl_call(ZS_GROUPS, NULL, 0, ZS_GROUPS_REPLY, &h) < 0)
 		return 1;
 	gi = proto_payload(h);
 	n = h->len / sizeof(*gi);
-	if (prom) {
+	if (fmt == PROM) {
 		groups_prometheus_family(gi, n, "resident_bytes", "gauge", "its processes' RssAnon",
 					 GROUP_FIELD(resident_bytes), 1);
 		groups_prometheus_family(gi, n, "budget_bytes", "gauge", "its budget, 0 = none",

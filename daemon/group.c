@@ -52,6 +52,15 @@ struct group *group_find(struct daemon *d, const char *cgroup)
 	return NULL;
 }
 
+static void group_unwatch(struct daemon *d, struct group *g)
+{
+	if (g->pressure_w.fd < 0)
+		return;
+	watch_del(d->epfd, &g->pressure_w);
+	close(g->pressure_w.fd);
+	g->pressure_w.fd = -1;
+}
+
 static void group_pressure_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
 	struct group *g = watch_owner(w, struct group, pressure_w);
@@ -59,9 +68,7 @@ static void group_pressure_ready(struct daemon *d, struct watch *w, uint32_t eve
 
 	if (events & EPOLLERR) {
 		/* The cgroup went away (its directory was removed). */
-		watch_del(d->epfd, w);
-		close(w->fd);
-		w->fd = -1;
+		group_unwatch(d, g);
 		return;
 	}
 	if (!g->pressure_pri)
@@ -116,10 +123,7 @@ static void group_free(struct daemon *d, struct group *g)
 	while (*pp != g)
 		pp = &(*pp)->next;
 	*pp = g->next;
-	if (g->pressure_w.fd >= 0) {
-		watch_del(d->epfd, &g->pressure_w);
-		close(g->pressure_w.fd);
-	}
+	group_unwatch(d, g);
 	free(g);
 }
 
@@ -129,9 +133,10 @@ void group_free_all(struct daemon *d)
 		group_free(d, d->groups);
 }
 
-static uint64_t group_headroom(const struct daemon *d, uint64_t limit)
+/* What a followed cgroup's usage is held under: its limit less the headroom. */
+static uint64_t group_limit_goal(const struct daemon *d, const struct group *g)
 {
-	return limit / 100 * d->cfg.cgroup_headroom_percent;
+	return g->limit - g->limit / 100 * d->cfg.cgroup_headroom_percent;
 }
 
 /*
@@ -310,7 +315,7 @@ static uint64_t group_excess(const struct daemon *d, const struct group *g)
 	if (g->budget && g->resident > g->budget + reclaim_slack(g->budget) / 4)
 		over = g->resident - g->budget + reclaim_slack(g->budget);
 	if (g->follows && g->limit) {
-		uint64_t goal = g->limit - group_headroom(d, g->limit);
+		uint64_t goal = group_limit_goal(d, g);
 
 		if (g->usage > goal + reclaim_slack(goal) / 4 &&
 		    g->usage - goal + reclaim_slack(goal) > over)
@@ -344,7 +349,7 @@ static void group_tell(struct group *g, bool over)
  */
 static void group_throttle(struct daemon *d, const struct group *g, uint64_t excess)
 {
-	uint64_t goal = g->budget ? g->budget : g->limit - group_headroom(d, g->limit);
+	uint64_t goal = g->budget ? g->budget : group_limit_goal(d, g);
 
 	if (excess * ZS_PAGE_SIZE <= 2 * reclaim_slack(goal))
 		return;

@@ -48,14 +48,22 @@ void pressure_tick(struct daemon *d)
 	}
 }
 
+void pressure_close(struct daemon *d)
+{
+	if (d->pressure_w.fd < 0)
+		return;
+	watch_del(d->epfd, &d->pressure_w);
+	close(d->pressure_w.fd);
+	d->pressure_w.fd = -1;
+}
+
 static void pressure_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
+	(void)w;
 	if (events & EPOLLERR) {
 		/* The trigger is gone (never, short of the kernel's PSI going away). */
 		log_warning("host memory pressure events stopped");
-		watch_del(d->epfd, w);
-		close(w->fd);
-		w->fd = -1;
+		pressure_close(d);
 		return;
 	}
 	if (events & EPOLLPRI)
@@ -83,11 +91,3 @@ int pressure_open(struct daemon *d)
 	return r;
 }
 
-void pressure_close(struct daemon *d)
-{
-	if (d->pressure_w.fd < 0)
-		return;
-	watch_del(d->epfd, &d->pressure_w);
-	close(d->pressure_w.fd);
-	d->pressure_w.fd = -1;
-}
