@@ -10,7 +10,8 @@
  *                   target's uid: root without it cannot open another
  *                   user's (ptrace access alone is not enough).
  *
- * /dev/userfaultfd is opened and the socket bound before this runs, so
+ * /dev/userfaultfd is opened, the socket bound and the nice value set
+ * (CAP_SYS_NICE) before this runs, so
  * nothing else is needed: everything else leaves the bounding set too, so
  * not even an exec could get it back.
  */

@@ -35,6 +35,7 @@ struct cfg {
 	unsigned evict_batch_pages;	   /* 1..1024 pages per eviction round trip */
 	unsigned fault_spin_usec;	   /* 0..10000: poll this long for the next fault before sleeping */
 	int log_level;			   /* LOG_LVL_* */
+	int nice;			   /* -20..19: the daemon's scheduling priority */
 	bool mlock;			   /* lock the daemon's memory (pool included) */
 	bool agent_move;		   /* agents take pages out with UFFDIO_MOVE */
 	bool agent_follow_app;		   /* a single-threaded app's agent runs on its CPU */
@@ -48,6 +49,7 @@ struct cfg {
 	unsigned proactive_stall_permille; /* 0..1000: stall per second before backing off */
 	bool follow_cgroup_limits;	   /* keep served processes' cgroups under their limits */
 	unsigned cgroup_headroom_percent;  /* 1..50: how far under */
+	unsigned pressure_stall_ms;	   /* 0..2000: PSI triggers' stall in 2 s; 0 = none */
 	unsigned default_limit_percent;	   /* 0..100: resident share of anon memory for targets without a limit; 0 = none */
 };
 

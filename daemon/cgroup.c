@@ -18,12 +18,10 @@
 #define CGROUP_V2_ROOT "/sys/fs/cgroup"
 
 /*
- * A PSI trigger: woken when some task stalls 150 ms on memory within 2 s
- * (the PSI documentation's example threshold).  A window of a whole number
- * of 2 s is what the kernel allows a process without CAP_SYS_RESOURCE,
- * which zswapd drops once started.
+ * A PSI trigger's window: a whole number of 2 s is what the kernel allows a
+ * process without CAP_SYS_RESOURCE, which zswapd drops once started.
  */
-#define CGROUP_PSI_TRIGGER "some 150000 2000000"
+#define CGROUP_PSI_WINDOW_USEC 2000000u
 
 static int cgroup_copy(const char *from, size_t n, char *path, size_t len)
 {
@@ -234,15 +232,19 @@ fail:
 }
 
 /* v2 (and the host's /proc/pressure/memory with cgroup "/"): a PSI trigger. */
-static int cgroup_pressure_psi(const char *file)
+static int cgroup_pressure_psi(const char *file, unsigned stall_ms)
 {
-	int fd, r;
+	char trigger[64];
+	int fd, r, n;
 	ssize_t w;
 
+	if (!stall_ms)
+		return -ENOTSUP; /* PSI triggers turned off */
+	n = snprintf(trigger, sizeof(trigger), "some %u %u", stall_ms * 1000u, CGROUP_PSI_WINDOW_USEC);
 	fd = open(file, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	w = write(fd, CGROUP_PSI_TRIGGER, strlen(CGROUP_PSI_TRIGGER) + 1);
+	w = write(fd, trigger, (size_t)n + 1);
 	if (w < 0) {
 		r = -errno;
 		close(fd);
@@ -251,14 +253,14 @@ static int cgroup_pressure_psi(const char *file)
 	return fd;
 }
 
-int cgroup_pressure_fd(const char *cgroup, bool *ret_pri)
+int cgroup_pressure_fd(const char *cgroup, unsigned stall_ms, bool *ret_pri)
 {
 	char file[CGROUP_PATH_MAX + 96];
 	int r;
 
 	if (!strcmp(cgroup, "/")) {
 		*ret_pri = true;
-		return cgroup_pressure_psi("/proc/pressure/memory");
+		return cgroup_pressure_psi("/proc/pressure/memory", stall_ms);
 	}
 	if (cgroup_v1()) {
 		*ret_pri = false;
@@ -268,5 +270,5 @@ int cgroup_pressure_fd(const char *cgroup, bool *ret_pri)
 	if (r < 0)
 		return r;
 	*ret_pri = true;
-	return cgroup_pressure_psi(file);
+	return cgroup_pressure_psi(file, stall_ms);
 }

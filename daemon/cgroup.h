@@ -50,10 +50,12 @@ int cgroup_usage(const char *cgroup, uint64_t *ret_usage);
 /*
  * An fd that becomes readable (v1: an eventfd, via cgroup.event_control and
  * memory.pressure_level "low") or POLLPRI (v2: a PSI trigger on
- * memory.pressure) when the cgroup is under memory pressure, for
- * *ret_pri: whether to watch for POLLPRI.  -errno if the kernel offers
+ * memory.pressure, some task stalled stall_ms within 2 s) when the
+ * cgroup is under memory pressure; cgroup "/" is the host's
+ * /proc/pressure/memory.  *ret_pri: whether to watch for POLLPRI.
+ * -ENOTSUP for a PSI trigger with stall_ms 0; -errno if the kernel offers
  * neither.
  */
-int cgroup_pressure_fd(const char *cgroup, bool *ret_pri);
+int cgroup_pressure_fd(const char *cgroup, unsigned stall_ms, bool *ret_pri);
 
 #endif

@@ -529,6 +529,7 @@ uint64_t proactive_backed_off(const struct daemon *d);
 /* group.c: budgets of groups of processes, and followed cgroup limits. */
 struct group *group_find(struct daemon *d, const char *cgroup);
 void group_refresh(struct daemon *d);
+void group_rewatch(struct daemon *d);
 void group_enforce(struct daemon *d, bool tick);
 int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 	      struct zs_group_reply *rep, const char **ret_why);

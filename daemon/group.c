@@ -34,6 +34,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "vmscan.h"
 
 #define GROUP_MIN_TAKE_PAGES 64 /* a member is not sent a reclaim for less */
 
@@ -83,7 +84,7 @@ static void group_pressure_ready(struct daemon *d, struct watch *w, uint32_t eve
 static void group_watch_pressure(struct daemon *d, struct group *g)
 {
 	bool pri = false;
-	int fd = cgroup_pressure_fd(g->cgroup, &pri);
+	int fd = cgroup_pressure_fd(g->cgroup, d->cfg.pressure_stall_ms, &pri);
 
 	if (fd < 0) {
 		log_debug("cgroup %s: no pressure events (%s): its usage is read ten times a second",
@@ -96,6 +97,17 @@ static void group_watch_pressure(struct daemon *d, struct group *g)
 	if (watch_add(d->epfd, &g->pressure_w, pri ? EPOLLPRI : EPOLLIN) < 0) {
 		close(fd);
 		g->pressure_w.fd = -1;
+	}
+}
+
+/* SIGHUP changed pressure_stall_ms: every cgroup's trigger is written anew. */
+void group_rewatch(struct daemon *d)
+{
+	for (struct group *g = d->groups; g; g = g->next) {
+		if (!g->cgroup[0])
+			continue;
+		group_unwatch(d, g);
+		group_watch_pressure(d, g);
 	}
 }
 
@@ -383,14 +395,28 @@ void group_enforce(struct daemon *d, bool tick)
 	}
 }
 
-/* Pages the members have locked (VmLck): what no budget can take. */
-static uint64_t group_locked_bytes(struct daemon *d, const struct group *g)
+/*
+ * What no budget can take from the members: pages they locked (VmLck) and
+ * anonymous pages another process maps too (a fork's copy-on-write pages,
+ * which eviction passes over).  Reading smaps walks the page tables: at an
+ * operator's command only.
+ */
+static uint64_t group_kept_bytes(struct daemon *d, const struct group *g)
 {
 	uint64_t sum = 0, kb;
+	char path[64], *smaps;
 
-	for (struct target *t = d->targets; t; t = t->next)
-		if (group_has(g, t) && proc_status_kb(t->pid, "VmLck", &kb) == 0)
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (!group_has(g, t))
+			continue;
+		if (proc_status_kb(t->pid, "VmLck", &kb) == 0)
 			sum += kb * 1024;
+		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
+		if (read_full_file(path, &smaps, NULL) == 0) {
+			sum += vmscan_shared_kb(smaps) * 1024;
+			free(smaps);
+		}
+	}
 	return sum;
 }
 
@@ -440,7 +466,7 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 	      struct zs_group_reply *rep, const char **ret_why)
 {
 	struct group probe = { 0 }, *g = group_find(d, cgroup);
-	uint64_t locked;
+	uint64_t kept;
 	int r;
 
 	*ret_why = NULL;
@@ -454,10 +480,10 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 		*ret_why = "a budget below 1M makes no sense";
 		return -EINVAL;
 	}
-	locked = group_locked_bytes(d, g ? g : &probe);
-	if (!query && bytes && bytes < locked) {
-		*ret_why = "the budget is below what the group's processes have locked (VmLck), "
-			   "which cannot be evicted";
+	kept = query || !bytes ? 0 : group_kept_bytes(d, g ? g : &probe);
+	if (bytes < kept) {
+		*ret_why = "the budget is below what the group's processes cannot give up: pages "
+			   "locked (VmLck) or shared with another process (a fork's copy-on-write)";
 		return -EINVAL;
 	}
 	if (!query && bytes && !g) {

@@ -228,9 +228,10 @@ static void reload_config(struct daemon *d)
 	 * which -s, $ZSWAP_SOCKET and --compressor may have overridden. */
 	if (strcmp(c.socket, old->socket) || c.compressor != old->compressor ||
 	    c.evict_batch_pages != old->evict_batch_pages || c.mlock != old->mlock ||
-	    strcmp(c.swap_file, old->swap_file) || c.swap_file_size != old->swap_file_size)
-		log_warning("SIGHUP: socket, compressor, evict_batch_pages, mlock and the swap file "
-			    "change only at restart");
+	    strcmp(c.swap_file, old->swap_file) || c.swap_file_size != old->swap_file_size ||
+	    c.nice != old->nice)
+		log_warning("SIGHUP: socket, compressor, evict_batch_pages, mlock, nice and the swap "
+			    "file change only at restart");
 	d->file_cfg = c;
 	d->cfg.fault_spin_usec = c.fault_spin_usec;
 	d->cfg.agent_move = c.agent_move;
@@ -244,6 +245,13 @@ static void reload_config(struct daemon *d)
 	d->cfg.follow_cgroup_limits = c.follow_cgroup_limits;
 	d->cfg.cgroup_headroom_percent = c.cgroup_headroom_percent;
 	d->cfg.default_limit_percent = c.default_limit_percent;
+	if (c.pressure_stall_ms != d->cfg.pressure_stall_ms) {
+		d->cfg.pressure_stall_ms = c.pressure_stall_ms;
+		pressure_close(d);
+		if (pressure_open(d) < 0)
+			log_warning("SIGHUP: host memory pressure events lost");
+		group_rewatch(d);
+	}
 	d->cfg.max_pool_percent = c.max_pool_percent;
 	d->cfg.max_pool_bytes = c.max_pool_bytes;
 	d->cfg.accept_threshold_percent = c.accept_threshold_percent;
@@ -343,6 +351,11 @@ static int daemon_setup(struct daemon *d)
 	 * memory while serving. */
 	if (d->cfg.mlock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
 		log_warning_errno(-errno, "mlockall failed: %m, continuing unlocked");
+	/* Faults wait on us: served before the CPU-bound (cfg.c, nice).
+	 * Lowering nice takes CAP_SYS_NICE, which caps_drop() then drops. */
+	if (setpriority(PRIO_PROCESS, 0, d->cfg.nice) < 0)
+		log_warning_errno(-errno, "Failed to set nice %d: %m, serving faults at nice %d",
+				  d->cfg.nice, getpriority(PRIO_PROCESS, 0));
 	return caps_drop();
 }
 

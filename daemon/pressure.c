@@ -6,7 +6,7 @@
  * Without kernel swap the kernel can only drop page cache under pressure;
  * the anonymous memory of the processes zswapd serves is what it cannot
  * touch.  When the host's tasks stall on memory (PSI "some" over a
- * threshold, cgroup.c), proactive eviction (proactive.c) sweeps every
+ * threshold, pressure_stall_ms in 2 s), proactive eviction (proactive.c) sweeps every
  * process at once, whatever its backoff, and goes on doing so once a
  * second until PRESSURE_HOLD_USEC pass without another event.  A group
  * whose cgroup reports pressure (group.c) acts on it the same way.  Tasks
@@ -75,7 +75,11 @@ int pressure_open(struct daemon *d)
 	bool pri;
 	int fd, r;
 
-	fd = cgroup_pressure_fd("/", &pri);
+	fd = cgroup_pressure_fd("/", d->cfg.pressure_stall_ms, &pri);
+	if (fd == -ENOTSUP) {
+		log_info("host memory pressure events off (pressure_stall_ms = 0)");
+		return 0;
+	}
 	if (fd < 0) {
 		log_info("no host memory pressure events (/proc/pressure/memory: %s): "
 			 "proactive eviction keeps its own pace", strerror(-fd));

@@ -91,6 +91,40 @@ static int vmscan_push_minus(struct vma **v, size_t *n, size_t *cap, uint64_t st
 	return vmscan_push(v, n, cap, start, end);
 }
 
+/*
+ * If line is a mapping's header: true, with its range in *start, *end and
+ * in *candidate whether it is private, writable and anonymous (or [heap]),
+ * what its VmFlags line then decides on.
+ */
+static bool vmscan_header(const char *line, const char *nl, uint64_t *start, uint64_t *end,
+			  bool *candidate)
+{
+	char perms[5], path[32] = "";
+	unsigned long long s, e, off, inode;
+	unsigned dmaj, dmin;
+	int consumed = 0;
+	const char *p;
+	size_t plen;
+
+	/* No blank after %llu: it would swallow the newline of a path-less line. */
+	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu%n", &s, &e, perms, &off, &dmaj, &dmin,
+		   &inode, &consumed) != 7)
+		return false;
+	p = line + consumed;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	plen = nl ? (size_t)(nl - p) : strlen(p);
+	if (plen >= sizeof(path))
+		plen = sizeof(path) - 1;
+	memcpy(path, p, plen);
+	path[plen] = '\0';
+	*start = s;
+	*end = e;
+	*candidate = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p' && inode == 0 &&
+		     (path[0] == '\0' || strcmp(path, "[heap]") == 0);
+	return true;
+}
+
 int vmscan_parse(const char *smaps, const struct zs_range *excl, unsigned nexcl,
 		 struct vma **ret_vmas, size_t *ret_n)
 {
@@ -102,29 +136,9 @@ int vmscan_parse(const char *smaps, const struct zs_range *excl, unsigned nexcl,
 
 	for (const char *line = smaps; line && *line;) {
 		const char *nl = strchr(line, '\n');
-		char perms[5], path[32] = "";
-		unsigned long long s, e, off, inode;
-		unsigned dmaj, dmin;
-		int consumed = 0;
 
-		/* No blank after %llu: it would swallow the newline of a path-less line. */
-		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu%n", &s, &e, perms, &off, &dmaj,
-			   &dmin, &inode, &consumed) == 7) {
-			const char *p = line + consumed;
-			size_t plen;
-
-			while (*p == ' ' || *p == '\t')
-				p++;
-			plen = nl ? (size_t)(nl - p) : strlen(p);
-
-			if (plen >= sizeof(path))
-				plen = sizeof(path) - 1;
-			memcpy(path, p, plen);
-			path[plen] = '\0';
-			start = s;
-			end = e;
-			candidate = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p' &&
-				    inode == 0 && (path[0] == '\0' || strcmp(path, "[heap]") == 0);
+		if (vmscan_header(line, nl, &start, &end, &candidate)) {
+			/* the VmFlags line decides */
 		} else if (strncmp(line, "VmFlags:", 8) == 0) {
 			if (candidate && vmscan_flags_ok(line)) {
 				r = vmscan_push_minus(&v, &n, &cap, start, end, excl, nexcl);
@@ -141,6 +155,30 @@ int vmscan_parse(const char *smaps, const struct zs_range *excl, unsigned nexcl,
 fail:
 	free(v);
 	return r;
+}
+
+uint64_t vmscan_shared_kb(const char *smaps)
+{
+	uint64_t start, end, sum = 0, vma_kb = 0;
+	bool candidate = false;
+
+	for (const char *line = smaps; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		unsigned long long kb;
+
+		if (vmscan_header(line, nl, &start, &end, &candidate)) {
+			vma_kb = 0;
+		} else if (candidate && (sscanf(line, "Shared_Clean: %llu kB", &kb) == 1 ||
+					 sscanf(line, "Shared_Dirty: %llu kB", &kb) == 1)) {
+			vma_kb += kb;
+		} else if (strncmp(line, "VmFlags:", 8) == 0) {
+			if (candidate && vmscan_flags_ok(line))
+				sum += vma_kb;
+			candidate = false;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return sum;
 }
 
 uint64_t vmscan_total_pages(const struct vma *vmas, size_t n)

@@ -25,6 +25,12 @@ struct vma {
  */
 int vmscan_parse(const char *smaps, const struct zs_range *excl, unsigned nexcl,
 		 struct vma **ret_vmas, size_t *ret_n);
+/*
+ * kB of those mappings' pages that another process maps too (Shared_Clean
+ * + Shared_Dirty: a fork's copy-on-write pages), which eviction passes over
+ * (vmscan_pick takes pages this process maps alone).
+ */
+uint64_t vmscan_shared_kb(const char *smaps);
 
 struct vmscan_run {
 	uint64_t addr;

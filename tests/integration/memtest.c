@@ -33,12 +33,13 @@
  *                                                before a move is faulted at its new place
  *   memtest follow [two]                         evict from one thread (or with a second
  *                                                one asleep), say "threads: N", verify
- *   memtest hold MIB [hot|grow|idle|locked]      fill, print "ready", read and write random
+ *   memtest hold MIB [hot|grow|idle|locked|forked] fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter;
  *                                                "grow": the same, filled 4 MiB every 50 ms;
  *                                                "idle": touch nothing until then;
- *                                                "locked": idle, its memory mlocked
+ *                                                "locked": idle, its memory mlocked;
+ *                                                "forked": idle, a child shares its pages
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -54,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -1107,7 +1109,8 @@ static int t_hold(int argc, char **argv)
 	bool grow = argc > 3 && strcmp(argv[3], "grow") == 0;
 	bool hot_only = grow || (argc > 3 && strcmp(argv[3], "hot") == 0);
 	bool locked = argc > 3 && strcmp(argv[3], "locked") == 0;
-	bool idle = locked || (argc > 3 && strcmp(argv[3], "idle") == 0);
+	bool forked = argc > 3 && strcmp(argv[3], "forked") == 0;
+	bool idle = locked || forked || (argc > 3 && strcmp(argv[3], "idle") == 0);
 	sigset_t usr1;
 
 	signal(SIGUSR1, on_usr1);
@@ -1125,6 +1128,19 @@ static int t_hold(int argc, char **argv)
 	}
 	/* The system call itself: AddressSanitizer's mlock() does nothing. */
 	CHECK(!locked || syscall(SYS_mlock, m, npages * PAGE) == 0, "mlock: %s", strerror(errno));
+	if (forked) {
+		pid_t child = fork();
+
+		CHECK(child >= 0, "fork: %s", strerror(errno));
+		if (child == 0) {
+			/* Copy-on-write sharer of every page until the parent goes. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() == 1)
+				_exit(0); /* the parent went before the line above */
+			for (;;)
+				pause();
+		}
+	}
 	printf("ready\n");
 	fflush(stdout);
 	while (!got_usr1) {

@@ -594,6 +594,57 @@ print(t['refaults_per_min'], t['stall_usec'], t['proactive_backoff'], t['evicted
 	start_daemon
 }
 
+t_host_pressure() {
+	no_rss_under_tsan
+	local root=/sys/fs/cgroup/memory
+	[ -f $root/memory.limit_in_bytes ] || skip "no cgroup v1 memory hierarchy here"
+	[ -w /proc/pressure/memory ] || skip "no PSI (/proc/pressure/memory) here"
+	# Host memory pressure makes proactive eviction act at once: with a cold
+	# age of an hour nothing would go for an hour, but when some task on the
+	# host stalls on memory (a PSI trigger, here 10 ms in 2 s) every served
+	# process is swept: the cold three quarters of this one go.  The pressure is made without squeezing the host:
+	# a reader of a file four times the size of its 32M memory cgroup,
+	# whose page cache the kernel reclaims there (PSI counts that stall
+	# host-wide).  Then SIGHUP with pressure_stall_ms = 0 takes the trigger
+	# away, and every byte of the process verifies.
+	restart_with "idle_evict_seconds = 3600" "pressure_stall_ms = 10"
+	grep -q "host memory pressure events off" "$TMP/daemon.log" && false
+	hold_start "$TMP/hp.out" 32 hot
+	local pid=$HOLD_PID dir=$root/zswapd-test-hp-$$ kb
+	[ "$(stat_of stores)" -eq 0 ]
+	mkdir "$dir"
+	trap "for _ in \$(seq 50); do rmdir '$dir' 2>/dev/null && break; sleep 0.1; done" EXIT
+	echo 32M >"$dir/memory.limit_in_bytes"
+	dd if=/dev/urandom of="$TMP/big" bs=1M count=128 oflag=direct status=none
+	for _ in $(seq 10); do
+		(echo $BASHPID >"$dir/cgroup.procs" && exec cat "$TMP/big" "$TMP/big" >/dev/null)
+		[ "$(stat_of pressure_events)" -gt 0 ] && break
+	done
+	# (its cold three quarters go; the hot quarter comes back)
+	for _ in $(seq 100); do
+		kb=$(awk '/^RssAnon/ { print $2 }' /proc/$pid/status)
+		[ "$kb" -lt $((16 * 1024)) ] && break
+		sleep 0.05
+	done
+	echo "result: host pressure: $(stat_of pressure_events) events, $(stat_of proactive_sweeps) sweeps, RssAnon $((kb / 1024)) MiB of 32"
+	[ "$(stat_of pressure_events)" -gt 0 ]
+	grep -q "memory pressure (host): cold pages of every served process go now" "$TMP/daemon.log"
+	[ "$(stat_of proactive_sweeps)" -gt 0 ]
+	[ "$kb" -lt $((16 * 1024)) ]
+	printf 'pressure_stall_ms = 0\n' >>"$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	for _ in $(seq 100); do grep -q "host memory pressure events off" "$TMP/daemon.log" && break; sleep 0.05; done
+	grep -q "host memory pressure events off (pressure_stall_ms = 0)" "$TMP/daemon.log"
+	kill -USR1 $pid
+	wait $pid
+	rm -f "$TMP/big"
+	rmdir "$dir"
+	trap - EXIT
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
 # list_resident PID...: each one's resident pages, as `list --json` says.
 list_resident() {
 	"$CTL" list --json | python3 -c "import json,sys
@@ -639,14 +690,24 @@ assert g[0]['budget_bytes'] == 80 << 20 and g[0]['saved_bytes'] > 0, g"
 	"$CTL" list --prometheus | grep -q "^# TYPE zswapd_process_stall_seconds_total counter"
 	"$CTL" limit --all none | grep -q "no budget"
 	[ "$(stat_of groups)" -eq 0 ]
-	# A budget below what the members have locked is refused, and changes nothing.
+	# A budget below what the members cannot give up is refused, and changes
+	# nothing: pages they locked, and pages a forked child shares.
 	hold_start "$TMP/g4.out" 16 locked
 	[ "$(rc "$CTL" limit --all 8M 2>"$TMP/e")" = 1 ]
-	grep -q "below what the group's processes have locked" "$TMP/e"
+	grep -q "below what the group's processes cannot give up: pages locked (VmLck)" "$TMP/e"
 	"$CTL" limit --all | grep -q "no budget"
 	[ "$(stat_of groups)" -eq 0 ]
 	[ "$("$CTL" groups --json)" = "[]" ]
 	[ "$(rc "$CTL" groups --jsn 2>/dev/null)" = 2 ]
+	kill -USR1 $HOLD_PID
+	wait $HOLD_PID
+	"$CTL" limit --all 8M | grep -q ", budget 8"
+	"$CTL" limit --all none
+	hold_start "$TMP/g5.out" 16 forked
+	[ "$(rc "$CTL" limit --all 8M 2>"$TMP/e")" = 1 ]
+	grep -q "or shared with another process" "$TMP/e"
+	"$CTL" limit --all | grep -q "no budget"
+	[ "$(stat_of groups)" -eq 0 ]
 	kill -USR1 $HOLD_PID
 	wait $HOLD_PID
 	kill -USR1 $p1 $p2 $p3
@@ -784,6 +845,8 @@ t_capabilities() {
 	grep "^Cap" /proc/"$(dpid)"/status
 	# Locked, so the pool is never swapped out under its clients.
 	grep -q "^VmLck:" /proc/"$(dpid)"/status
+	# At the nice it set itself (nice = -10 by default) while it could.
+	[ "$(ps -o ni= -p "$(dpid)" | tr -d ' ')" = -10 ]
 }
 
 t_sighup() {
@@ -1386,6 +1449,7 @@ run default_limit t_default_limit
 run proactive t_proactive
 run group_budget t_group_budget
 run cgroup_limit t_cgroup_limit
+run host_pressure t_host_pressure
 run pool_honest t_pool_honest
 run writeback t_writeback
 run writeback_enospc t_writeback_enospc

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 24 /* fields of struct cfg, one key each */
+#define NKEYS 26 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -46,6 +46,8 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->proactive_stall_permille, b->proactive_stall_permille);
 	ck_assert_int_eq(a->follow_cgroup_limits, b->follow_cgroup_limits);
 	ck_assert_uint_eq(a->cgroup_headroom_percent, b->cgroup_headroom_percent);
+	ck_assert_uint_eq(a->pressure_stall_ms, b->pressure_stall_ms);
+	ck_assert_int_eq(a->nice, b->nice);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -72,7 +74,9 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "proactive_refault_permille = 20\n"
 				      "proactive_stall_permille = 100\n"
 				      "follow_cgroup_limits = no\n"
-				      "cgroup_headroom_percent = 25\n";
+				      "cgroup_headroom_percent = 25\n"
+				      "pressure_stall_ms = 500\n"
+				      "nice = 5\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -123,6 +127,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.proactive_stall_permille, 10);
 	ck_assert(c.follow_cgroup_limits);
 	ck_assert_uint_eq(c.cgroup_headroom_percent, 10);
+	ck_assert_uint_eq(c.pressure_stall_ms, 150);
+	ck_assert_int_eq(c.nice, -10);
 
 	nondefault(&d);
 	cfg_defaults(&d);
@@ -160,6 +166,8 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.proactive_stall_permille, d.proactive_stall_permille);
 	ck_assert_int_ne(c.follow_cgroup_limits, d.follow_cgroup_limits);
 	ck_assert_uint_ne(c.cgroup_headroom_percent, d.cgroup_headroom_percent);
+	ck_assert_uint_ne(c.pressure_stall_ms, d.pressure_stall_ms);
+	ck_assert_int_ne(c.nice, d.nice);
 }
 END_TEST
 
@@ -315,6 +323,16 @@ static const struct {
 	{ "cgroup_headroom_percent = 0", -ERANGE,
 	  "bad value '0' for cgroup_headroom_percent: expected 1..50" },
 	{ "cgroup_headroom_percent = 51", -ERANGE, "expected 1..50" },
+	{ "pressure_stall_ms = 2001", -ERANGE,
+	  "bad value '2001' for pressure_stall_ms: expected 0..2000" },
+	{ "nice = -21", -ERANGE, "bad value '-21' for nice: expected -20..19" },
+	{ "nice = 20", -ERANGE, "bad value '20' for nice: expected -20..19" },
+	{ "nice = -99999999999999999999", -ERANGE, "for nice" },
+	{ "nice = +5", -EINVAL, "bad value '+5' for nice" },
+	{ "nice = -", -EINVAL, "bad value '-' for nice" },
+	{ "nice = --1", -EINVAL, "for nice" },
+	{ "nice = high", -EINVAL, "for nice: expected -20..19" },
+	{ "pressure_stall_ms = 1.5", -EINVAL, "for pressure_stall_ms: expected 0..2000" },
 	{ "follow_cgroup_limits = sometimes", -EINVAL,
 	  "bad value 'sometimes' for follow_cgroup_limits: expected yes or no" },
 	{ "max_pool_bytes = 1.5G", -EINVAL, "bad value '1.5G' for max_pool_bytes: expected a size" },

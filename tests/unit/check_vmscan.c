@@ -57,6 +57,36 @@ START_TEST(test_parse_eligible)
 }
 END_TEST
 
+/* Shared pages count in the mappings eviction would take from, only. */
+START_TEST(test_shared_kb)
+{
+	static const char shared[] =
+		"55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n"
+		"Shared_Clean:          4 kB\n"
+		"Shared_Dirty:          8 kB\n"
+		"Private_Dirty:       120 kB\n"
+		"VmFlags: rd wr mr mw me ac sd \n"
+		"7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n"
+		"Shared_Clean:          0 kB\n"
+		"Shared_Dirty:       2048 kB\n"
+		"VmFlags: rd wr mr mw me ac sd \n"
+		"7f0000400000-7f0000500000 rw-p 00000000 00:00 0 \n"
+		"Shared_Dirty:       1024 kB\n"
+		"VmFlags: rd wr mr mw me lo ac sd \n"	/* mlocked: VmLck's */
+		"7f0000700000-7f0000800000 rw-s 00000000 00:05 1234                       /memfd:x (deleted)\n"
+		"Shared_Dirty:       1024 kB\n"
+		"VmFlags: rd wr sh mr mw me ms sd \n"	/* a shared mapping */
+		"7f0000900000-7f0000a00000 rw-p 00001000 fe:00 332835                     /usr/lib/libc.so.6\n"
+		"Shared_Clean:        512 kB\n"
+		"VmFlags: rd wr mr mw me ac sd \n"; /* file-backed */
+
+	ck_assert_uint_eq(vmscan_shared_kb(shared), 4 + 8 + 2048);
+	ck_assert_uint_eq(vmscan_shared_kb(smaps), 0);
+	ck_assert_uint_eq(vmscan_shared_kb(""), 0);
+	ck_assert_uint_eq(vmscan_shared_kb("Shared_Dirty: 5 kB\n"), 0); /* no mapping */
+}
+END_TEST
+
 START_TEST(test_parse_excludes_shim)
 {
 	/* The agent's area and the beacon cut holes in a mapping. */
@@ -182,6 +212,7 @@ int main(void)
 
 	tcase_add_test(tc, test_parse_eligible);
 	tcase_add_test(tc, test_parse_excludes_shim);
+	tcase_add_test(tc, test_shared_kb);
 	tcase_add_test(tc, test_parse_empty_and_garbage);
 	tcase_add_test(tc, test_registered);
 	tcase_add_test(tc, test_pick_pages);
