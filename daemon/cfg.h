@@ -24,9 +24,13 @@ enum cfg_auto_bool {
 	CFG_AUTO = 2,
 };
 
+#define CFG_RECOMP_NONE (-1)
+
 struct cfg {
 	char socket[CFG_PATH_MAX];	   /* control socket path */
 	enum comp_alg compressor;	   /* lzo, lz4, zstd */
+	int recompressor;		   /* enum comp_alg, or CFG_RECOMP_NONE */
+	unsigned recompress_seconds;	   /* 1..86400: in the pool this long, then recompressed */
 	unsigned max_pool_percent;	   /* of MemTotal, 0..100 */
 	uint64_t max_pool_bytes;	   /* bytes, 0 = use max_pool_percent */
 	unsigned accept_threshold_percent; /* of the pool limit, 0..100 */

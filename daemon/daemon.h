@@ -31,6 +31,7 @@
  *   evict_pick, evict_flight   which pages; the app acting on pages in flight
  *   load                the load: a fault served from the pool or the swap file
  *   wb                  writeback: the swap file's I/O
+ *   recomp              cold entries compressed again, denser
  *   target              one served mm: its index and its uffd
  *   entry               stored pages, refcounts, the writeback LRU
  *   uffd, watch, swapmap, cgroup, pool, idx, comp, hot, loadlog, rate, vmscan,
@@ -95,6 +96,14 @@ enum entry_lru_kind {
 
 struct entry_lru {
 	struct entry *head, *tail;
+	struct entry *cursor; /* the recompressor's walk: the next it looks at (recomp.c) */
+};
+
+/* entry->recomp: the recompressor's marks (recomp.c). */
+enum {
+	ENTRY_RECOMP_SEEN = 1, /* met by a walk: the next one recompresses it */
+	ENTRY_RECOMP_DONE = 2, /* compressed by the recompressor, not the compressor */
+	ENTRY_RECOMP_POOR = 4, /* tried: not an eighth smaller, left as it was */
 };
 
 struct entry {
@@ -105,6 +114,7 @@ struct entry {
 	uint8_t readahead;  /* brought back by readahead, not yet used */
 	uint8_t ra_pending; /* a readahead read is under way */
 	uint8_t reads;	    /* fault reads under way: the entry stays where they read it */
+	uint8_t recomp;	    /* ENTRY_RECOMP_* */
 	uint32_t stored_at; /* the target's store count when stored: refault distance */
 	uint64_t val;
 	uint64_t disk;
@@ -312,6 +322,8 @@ struct daemon {
 	struct watch signal_w;
 	int devuffd_fd; /* /dev/userfaultfd, handed to every shim */
 	struct comp *comp;
+	struct comp *recomp; /* the recompressor, NULL if none (recomp.c) */
+	uint64_t recomp_walk_usec, recomp_turn_usec;
 	struct pool *pool;
 	struct wb *wb;	/* the writeback tier, NULL if none */
 	struct swapmap *swapmap; /* its blocks in use (wb.c makes it), NULL if none */
@@ -361,11 +373,19 @@ int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there 
 /* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);
 
+/* recomp.c */
+#define RECOMP_TURN_USEC 4000 /* between two turns of recompression */
+int recomp_open(struct daemon *d);
+void recomp_close(struct daemon *d);
+void recomp_run(struct daemon *d);
+bool recomp_pending(const struct daemon *d);
+
 /* entry.c: store / load / put, the counters that go with them, the writeback LRU. */
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry);
 int entry_load(struct daemon *d, const struct entry *e, void *page);
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry);
-int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page);
+/* The e->len bytes of e's object at obj, wherever they were read from, into page. */
+int entry_unpack(struct daemon *d, const struct entry *e, const void *obj, void *page);
 bool entry_stores_incompressible(const struct daemon *d);
 /* The pool's size for its limit: near the limit its cached empty slabs go first. */
 uint64_t entry_pool_size(struct daemon *d);

@@ -183,17 +183,17 @@ int entry_load(struct daemon *d, const struct entry *e, void *page)
 	}
 	if (e->where == ENTRY_ON_DISK)
 		return -EAGAIN; /* the caller reads it back: wb_read() */
-	return entry_unpack(d, pool_map(d->pool, e->val), e->len, page);
+	return entry_unpack(d, e, pool_map(d->pool, e->val), page);
 }
 
-/* The len bytes of a COMP entry's object, wherever they were read from, into page. */
-int entry_unpack(struct daemon *d, const void *obj, uint16_t len, void *page)
+int entry_unpack(struct daemon *d, const struct entry *e, const void *obj, void *page)
 {
-	if (len == ZS_PAGE_SIZE) {
+	if (entry_as_is(e)) {
 		memcpy(page, obj, ZS_PAGE_SIZE);
 		return 0;
 	}
-	return comp_decompress(d->comp, obj, len, page);
+	return comp_decompress(e->recomp & ENTRY_RECOMP_DONE ? d->recomp : d->comp, obj, e->len,
+			       page);
 }
 
 bool entry_is_zero(const struct entry *e)
@@ -259,6 +259,8 @@ void entry_lru_del(struct daemon *d, struct entry *e)
 {
 	struct entry_lru *l = entry_lru_of(d, e);
 
+	if (l->cursor == e)
+		l->cursor = e->lru_next;
 	if (e->lru_prev)
 		e->lru_prev->lru_next = e->lru_next;
 	else if (l->head == e)

@@ -162,6 +162,8 @@ static uint64_t loop_timeout(const struct daemon *d)
 		return LOOP_RETRY_USEC;
 	if (fault_throttled_pending(d))
 		return FAULT_THROTTLE_USEC / 10;
+	if (recomp_pending(d))
+		return RECOMP_TURN_USEC;
 	return loop_any_limit(d) ? LOOP_LIMIT_MS * 1000 : LOOP_TICK_MS * 1000;
 }
 
@@ -184,6 +186,7 @@ int loop_run(struct daemon *d)
 		reclaim_continue(d);
 		restore_continue(d);
 		wb_run(d);
+		recomp_run(d);
 		loop_compact(d);
 		loop_reap(d);
 		loop_housekeeping(d);

@@ -229,9 +229,9 @@ static void reload_config(struct daemon *d)
 	if (strcmp(c.socket, old->socket) || c.compressor != old->compressor ||
 	    c.evict_batch_pages != old->evict_batch_pages || c.mlock != old->mlock ||
 	    strcmp(c.swap_file, old->swap_file) || c.swap_file_size != old->swap_file_size ||
-	    c.nice != old->nice)
-		log_warning("SIGHUP: socket, compressor, evict_batch_pages, mlock, nice and the swap "
-			    "file change only at restart");
+	    c.nice != old->nice || c.recompressor != old->recompressor)
+		log_warning("SIGHUP: socket, compressor, recompressor, evict_batch_pages, mlock, nice "
+			    "and the swap file change only at restart");
 	d->file_cfg = c;
 	d->cfg.fault_spin_usec = c.fault_spin_usec;
 	d->cfg.agent_move = c.agent_move;
@@ -245,6 +245,7 @@ static void reload_config(struct daemon *d)
 	d->cfg.follow_cgroup_limits = c.follow_cgroup_limits;
 	d->cfg.cgroup_headroom_percent = c.cgroup_headroom_percent;
 	d->cfg.default_limit_percent = c.default_limit_percent;
+	d->cfg.recompress_seconds = c.recompress_seconds;
 	if (c.pressure_stall_ms != d->cfg.pressure_stall_ms) {
 		d->cfg.pressure_stall_ms = c.pressure_stall_ms;
 		pressure_close(d);
@@ -326,6 +327,9 @@ static int daemon_setup(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up compressor %s: %m",
 				       comp_name(d->cfg.compressor));
+	r = recomp_open(d);
+	if (r < 0)
+		return r;
 	r = pool_new(&d->pool);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create pool: %m");
@@ -407,6 +411,7 @@ static void daemon_teardown(struct daemon *d)
 	pressure_close(d);
 	wb_close(d);
 	pool_free(d->pool);
+	recomp_close(d);
 	comp_free(d->comp);
 	free(d->page_buf);
 	free(d->comp_buf);

@@ -326,7 +326,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		goto out;
 	}
 	r = res == (int)io->len
-		    ? entry_unpack(d, io->buf + e->disk % WB_BLOCK - io->off, e->len, d->page_buf)
+		    ? entry_unpack(d, e, io->buf + e->disk % WB_BLOCK - io->off, d->page_buf)
 		    : -EIO;
 	if (r < 0) {
 		/* The data is gone.  Poisoning makes the access SIGBUS, as a
@@ -470,7 +470,7 @@ int wb_load_sync(struct daemon *d, const struct entry *e, void *page)
 	if (posix_memalign((void **)&buf, WB_BLOCK, WB_BLOCK))
 		return -ENOMEM;
 	r = pread(d->wb->fd, buf, WB_BLOCK, (off_t)(e->disk / WB_BLOCK * WB_BLOCK)) == WB_BLOCK
-		    ? entry_unpack(d, buf + e->disk % WB_BLOCK, e->len, page)
+		    ? entry_unpack(d, e, buf + e->disk % WB_BLOCK, page)
 		    : -EIO;
 	free(buf);
 	return r;

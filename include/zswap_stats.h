@@ -51,6 +51,8 @@
 	X(poor_skips, COUNTER, FIELD, "pages not tried again because they compressed poorly lately") \
 	X(raw_pages, GAUGE, FIELD, "refused pages that could not be put back at once, kept as they are") \
 	X(compacted_bytes, COUNTER, FIELD, "pool memory given back by compaction")                 \
+	X(recompressed_pages, COUNTER, FIELD, "entries compressed again by the recompressor")     \
+	X(recompress_saved_bytes, COUNTER, FIELD, "bytes those recompressions took off compressed_bytes") \
 	X(pool_fragmented_bytes, GAUGE, DERIVED, "pool memory compaction could give back")         \
 	X(evict_batches, COUNTER, FIELD, "eviction batches sent to agents")                        \
 	X(evict_moved_batches, COUNTER, FIELD, "of those, the agent moved pages out (UFFDIO_MOVE)") \

@@ -91,6 +91,7 @@ stop_daemon() {
 }
 
 stat_of() { "$CTL" stats | awk -v k="$1" '$1 == k { print $2 }'; }
+stat_in() { awk -v k="$2" '$1 == k { print $2 }' "$1"; } # FILE NAME: from a saved `stats`
 
 shimmed() { LD_PRELOAD=$SHIM "$@"; }
 
@@ -1061,6 +1062,56 @@ t_agent_follow() {
 	[ "${off[1]}" = 0 ]
 }
 
+t_recompress() {
+	# What stays in the pool recompress_seconds without being loaded is
+	# compressed again with the recompressor (zstd by default), smaller,
+	# and comes back byte-identical, from the pool and, written back, from
+	# the swap file.  The counters add up: compressed_bytes shrank by what
+	# recompress_saved_bytes says.
+	restart_with "recompress_seconds = 1" "swap_file = $TMP/swap" "swap_file_size = 64M"
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 16 >"$TMP/rc.out" &
+	local pid=$! before comp n saved
+	for _ in $(seq 200); do grep -q evicted "$TMP/rc.out" && break; sleep 0.05; done
+	# (one snapshot each: recompression goes on between two `stats`)
+	"$CTL" stats >"$TMP/rc.st"
+	before=$(($(stat_in "$TMP/rc.st" compressed_bytes) + $(stat_in "$TMP/rc.st" recompress_saved_bytes)))
+	comp=$(($(stat_in "$TMP/rc.st" stored_pages) - $(stat_in "$TMP/rc.st" same_filled_pages) -
+		$(stat_in "$TMP/rc.st" stored_incompressible_pages)))
+	# Two walks a second apart, then about 1000 pages a second.
+	for _ in $(seq 200); do
+		n=$(stat_of recompressed_pages)
+		[ "$n" -gt $((comp / 2)) ] && break
+		sleep 0.1
+	done
+	"$CTL" stats >"$TMP/rc.st"
+	n=$(stat_in "$TMP/rc.st" recompressed_pages); saved=$(stat_in "$TMP/rc.st" recompress_saved_bytes)
+	echo "result: recompress: $n of $comp compressed pages recompressed, $before -> $(stat_in "$TMP/rc.st" compressed_bytes) bytes"
+	[ "$n" -gt $((comp / 2)) ]
+	[ "$saved" -gt 0 ]
+	[ "$(stat_in "$TMP/rc.st" compressed_bytes)" -eq $((before - saved)) ]
+	# A pool limit of 1M sends the recompressed entries to the swap file.
+	printf 'max_pool_bytes = 1M\n' >>"$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	for _ in $(seq 200); do [ "$(stat_of written_back_pages)" -gt $((comp / 2)) ] && break; sleep 0.05; done
+	[ "$(stat_of written_back_pages)" -gt $((comp / 2)) ]
+	kill -USR1 $pid
+	wait $pid
+	[ "$(stat_of swap_reads)" -gt 0 ]
+	[ "$(stat_of swap_read_errors)" -eq 0 ]
+	# recompressor = none: nothing is recompressed.
+	restart_with "recompress_seconds = 1" "recompressor = none"
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 8 >"$TMP/rc2.out" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/rc2.out" && break; sleep 0.05; done
+	sleep 3
+	[ "$(stat_of recompressed_pages)" -eq 0 ]
+	kill -USR1 $pid
+	wait $pid
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
 t_writeback() {
 	command -v fincore >/dev/null || skip "fincore (util-linux) not installed"
 	# A pool of 4 MiB in front of a 256 MiB swap file: most pages end up on
@@ -1452,6 +1503,7 @@ run cgroup_limit t_cgroup_limit
 run host_pressure t_host_pressure
 run pool_honest t_pool_honest
 run writeback t_writeback
+run recompress t_recompress
 run writeback_enospc t_writeback_enospc
 run restore t_restore
 run swap_read_error t_swap_read_error

@@ -18,12 +18,14 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 26 /* fields of struct cfg, one key each */
+#define NKEYS 28 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
 	ck_assert_str_eq(a->socket, b->socket);
 	ck_assert_int_eq(a->compressor, b->compressor);
+	ck_assert_int_eq(a->recompressor, b->recompressor);
+	ck_assert_uint_eq(a->recompress_seconds, b->recompress_seconds);
 	ck_assert_uint_eq(a->max_pool_percent, b->max_pool_percent);
 	ck_assert_uint_eq(a->max_pool_bytes, b->max_pool_bytes);
 	ck_assert_uint_eq(a->accept_threshold_percent, b->accept_threshold_percent);
@@ -53,6 +55,8 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 /* A configuration where every field differs from the defaults. */
 static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "compressor = zstd\n"
+				      "recompressor = none\n"
+				      "recompress_seconds = 60\n"
 				      "max_pool_percent = 33\n"
 				      "max_pool_bytes = 1G\n"
 				      "accept_threshold_percent = 50\n"
@@ -105,6 +109,8 @@ START_TEST(test_defaults)
 	cfg_defaults(&c);
 	ck_assert_str_eq(c.socket, "/run/zswapd/zswapd.sock");
 	ck_assert_int_eq(c.compressor, COMP_LZO);
+	ck_assert_int_eq(c.recompressor, COMP_ZSTD);
+	ck_assert_uint_eq(c.recompress_seconds, 300);
 	ck_assert_uint_eq(c.max_pool_percent, 20);
 	ck_assert_uint_eq(c.max_pool_bytes, 0);
 	ck_assert_uint_eq(c.accept_threshold_percent, 90);
@@ -144,6 +150,8 @@ START_TEST(test_nondefault_differs)
 	nondefault(&c);
 	ck_assert_str_ne(c.socket, d.socket);
 	ck_assert_int_ne(c.compressor, d.compressor);
+	ck_assert_int_ne(c.recompressor, d.recompressor);
+	ck_assert_uint_ne(c.recompress_seconds, d.recompress_seconds);
 	ck_assert_uint_ne(c.max_pool_percent, d.max_pool_percent);
 	ck_assert_uint_ne(c.max_pool_bytes, d.max_pool_bytes);
 	ck_assert_uint_ne(c.accept_threshold_percent, d.accept_threshold_percent);
@@ -194,6 +202,8 @@ START_TEST(test_compressor)
 	ck_assert_int_eq(parse_ok("compressor = lzo").compressor, COMP_LZO);
 	ck_assert_int_eq(parse_ok("compressor = lz4").compressor, COMP_LZ4);
 	ck_assert_int_eq(parse_ok("compressor = zstd").compressor, COMP_ZSTD);
+	ck_assert_int_eq(parse_ok("recompressor = lz4").recompressor, COMP_LZ4);
+	ck_assert_int_eq(parse_ok("recompressor = none").recompressor, CFG_RECOMP_NONE);
 }
 END_TEST
 
@@ -339,6 +349,12 @@ static const struct {
 	{ "max_pool_bytes = -1", -EINVAL, "for max_pool_bytes" },
 	{ "max_pool_bytes = 12Mx", -EINVAL, "for max_pool_bytes" },
 	{ "max_pool_bytes = 16777216T", -ERANGE, "bad value '16777216T' for max_pool_bytes" },
+	{ "recompressor = gzip", -EINVAL,
+	  "bad value 'gzip' for recompressor: expected lzo, lz4, zstd or none" },
+	{ "recompressor = None", -EINVAL, "for recompressor" },
+	{ "recompress_seconds = 0", -ERANGE,
+	  "bad value '0' for recompress_seconds: expected 1..86400" },
+	{ "recompress_seconds = 86401", -ERANGE, "expected 1..86400" },
 	{ "compressor = gzip", -EINVAL,
 	  "test.conf:1: bad value 'gzip' for compressor: expected lzo, lz4 or zstd" },
 	{ "log_level = verbose", -EINVAL,
