@@ -3,7 +3,7 @@
  * micro - per-page store and load cost of zswapd, measured from inside a
  * process that runs under the shim.
  *
- *   micro MIB [ROUNDS]
+ *   micro MIB [ROUNDS [recompressed]]
  *
  * Fills MIB of anonymous memory with the same page mix as the integration
  * tests (zero, same-filled, text, structs, random), then ROUNDS times:
@@ -13,10 +13,15 @@
  *   load:  touches the pages one by one in random order and times each
  *          touch that faults (fault round trip + decompress + UFFDIO_COPY),
  *          reporting mean, p50, p90, p99.
+ * recompressed: after each store, waits until zswapd's recompressor
+ * (recomp.c; start it with a short recompress_seconds) has been through
+ * the pool, so that the pool size and the loads are those of recompressed
+ * entries.
  * Then verifies every byte, so a fast but wrong run fails (exit 1).
  * Prints one JSON object on stdout.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +96,26 @@ static long long stat_of(const char *name)
 	return v;
 }
 
+/* Until recompressed_pages has stood still for a second after growing; false after 10 minutes. */
+static bool wait_recompressed(void)
+{
+	long long last = stat_of("recompressed_pages"), now;
+	int still = 0, grew = 0;
+
+	for (int i = 0; i < 2400 && (still < 4 || !grew); i++, last = now) {
+		usleep(250000);
+		now = stat_of("recompressed_pages");
+		grew |= now > last;
+		still = now == last ? still + 1 : 0;
+	}
+	return grew && still >= 4;
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
 	int rounds = argc > 2 ? atoi(argv[2]) : 3;
+	bool recompressed = argc > 3 && strcmp(argv[3], "recompressed") == 0;
 	size_t npages = mib * 1024 * 1024 / PAGE, nlat = 0, bad = 0;
 	double store_us = 0, pool_per_page = 0, *lat;
 	long stored = 0;
@@ -120,6 +141,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		stored += n;
+		if (recompressed && !wait_recompressed()) {
+			fprintf(stderr, "micro: nothing recompressed (recompress_seconds, recompressor?)\n");
+			return 1;
+		}
 		if (r == 0) {
 			long long pool = stat_of("pool_total_size"), pages = stat_of("stored_pages");
 
