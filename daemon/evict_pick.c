@@ -34,14 +34,14 @@
 /* What the clock hand passes over, with the time read once per pick. */
 struct evict_skip {
 	struct target *t;
-	uint64_t now_ms, hot_ms;
+	uint64_t now_ms, hot_ms, poor_ms;
 };
 
 static bool evict_skip_poor(uint64_t pgno, void *ctx)
 {
 	struct evict_skip *sk = ctx;
 
-	if (!hot_recent(&sk->t->poor, pgno, sk->now_ms, TARGET_POOR_WINDOW_MS))
+	if (!hot_recent(&sk->t->poor, pgno, sk->now_ms, sk->poor_ms))
 		return false;
 	sk->t->d->st.poor_skips++;
 	return true;
@@ -208,7 +208,7 @@ static int evict_pick_log(struct target *t, struct pick *p, const struct evict_s
 		looked++;
 		if (seen && when != le.when_ms)
 			continue; /* stale: it came back again since */
-		if (hot_recent(&t->poor, le.pgno, sk->now_ms, TARGET_POOR_WINDOW_MS))
+		if (hot_recent(&t->poor, le.pgno, sk->now_ms, sk->poor_ms))
 			continue;
 		if (le.chances) {
 			/* Another turn, as if it came back now: the sweep passes
@@ -246,9 +246,10 @@ int evict_pick(struct target *t)
 	struct reclaim *rc = t->reclaim;
 	struct pick *p;
 	/* A proactive sweep passes over what came back within its window. */
+	bool idle = rc && rc->idle_only;
 	struct evict_skip sk = { t, now_usec() / 1000,
-				 rc && rc->idle_only ? target_proactive_window_ms(t)
-						     : target_hot_window_ms(t) };
+				 idle ? target_proactive_window_ms(t) : target_hot_window_ms(t),
+				 target_poor_window_ms(t, idle) };
 	struct vmscan_result got = { 0 };
 	uint64_t left;
 	int r;

@@ -342,11 +342,24 @@ uint64_t target_hot_pages(const struct target *t)
  * just as poorly on the next sweep: remember it for a minute rather than pay
  * the compression again on every pass (a 512 MiB benchmark process with
  * 16k random pages compressed 5 million of them in five minutes while this
- * memory was a lossy 8k-slot table).  evict.c reads both sets.
+ * memory was a lossy 8k-slot table).  Proactive sweeps, which nothing forces
+ * to converge, leave it alone as long as a page that came back
+ * (target_poor_window_ms): each try takes the page out of the process and
+ * puts it back, on its CPUs.  evict_pick.c reads both sets.
  */
 void target_note_poor(struct target *t, uint64_t addr)
 {
-	hot_note(&t->poor, addr >> ZS_PAGE_SHIFT, now_usec() / 1000, TARGET_POOR_WINDOW_MS);
+	uint64_t keep = target_hot_keep_ms(t);
+
+	hot_note(&t->poor, addr >> ZS_PAGE_SHIFT, now_usec() / 1000,
+		 keep > TARGET_POOR_WINDOW_MS ? keep : TARGET_POOR_WINDOW_MS);
+}
+
+uint64_t target_poor_window_ms(const struct target *t, bool idle_only)
+{
+	uint64_t w = idle_only ? target_proactive_window_ms(t) : 0;
+
+	return w > TARGET_POOR_WINDOW_MS ? w : TARGET_POOR_WINDOW_MS;
 }
 
 /*
