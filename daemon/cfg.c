@@ -89,17 +89,17 @@ static int cfg_parse_comp(const struct cfg_key *k, const char *value, void *fiel
 	return 0;
 }
 
+/* A compressor, or none: CFG_RECOMP_NONE. */
 static int cfg_parse_recomp(const struct cfg_key *k, const char *value, void *field)
 {
 	enum comp_alg alg;
 	int r;
 
-	(void)k;
 	if (strcmp(value, "none") == 0) {
 		*(int *)field = CFG_RECOMP_NONE;
 		return 0;
 	}
-	r = comp_parse(value, &alg);
+	r = cfg_parse_comp(k, value, &alg);
 	if (r < 0)
 		return r;
 	*(int *)field = (int)alg;
@@ -127,26 +127,21 @@ static int cfg_parse_uint(const struct cfg_key *k, const char *value, void *fiel
 	return 0;
 }
 
-/* A nice value: an optional '-', decimal digits, -20..19. */
+/* A nice value, -20..19: an optional '-', then what cfg_parse_uint() takes. */
 static int cfg_parse_nice(const struct cfg_key *k, const char *value, void *field)
 {
+	static const struct cfg_key magnitude = { .min = 0, .max = 20 };
 	bool neg = *value == '-';
-	const char *p = value + neg;
-	int v = 0;
+	unsigned v;
+	int r;
 
 	(void)k;
-	if (*p == '\0')
-		return -EINVAL;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v < 100) /* saturate: past 20 is out of range anyway */
-			v = v * 10 + (*p - '0');
-	}
-	v = neg ? -v : v;
-	if (v < -20 || v > 19)
+	r = cfg_parse_uint(&magnitude, value + neg, &v);
+	if (r < 0)
+		return r;
+	if (!neg && v > 19)
 		return -ERANGE;
-	*(int *)field = v;
+	*(int *)field = neg ? -(int)v : (int)v;
 	return 0;
 }
 

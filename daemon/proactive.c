@@ -36,14 +36,6 @@
 #include "log.h"
 
 #define PROACTIVE_PRESSURE_USEC 1000000 /* under pressure: a sweep at most once a second */
-/*
- * A page that came back is left alone at least this many cold ages: each
- * probe of a hot set faults all of it back.  With one cold age, eight
- * processes with a hot half each, zswapd at nice -10, probed the whole
- * hot set again at 390 s and part of it at 510 s of a 600 s run: 0.971x
- * the speed of the same processes unserved.
- */
-#define PROACTIVE_MIN_PROTECT 4
 
 static uint64_t proactive_period_usec(const struct daemon *d)
 {
@@ -89,9 +81,6 @@ static void proactive_adjust(struct target *t, uint64_t now)
 		t->proactive_backoff /= 2;
 		t->proactive_calm_usec = now;
 	}
-	t->proactive_window_ms = (uint64_t)c->idle_evict_seconds * 1000u *
-				 (t->proactive_backoff > PROACTIVE_MIN_PROTECT ? t->proactive_backoff
-									 : PROACTIVE_MIN_PROTECT);
 	if (t->proactive_backoff == was)
 		return;
 	log_info("pid %d: proactive eviction %s: a sweep every %llu s, pages that came back left "
@@ -99,7 +88,7 @@ static void proactive_adjust(struct target *t, uint64_t now)
 		 "target %u)",
 		 (int)t->pid, t->proactive_backoff > was ? "backs off" : "speeds up",
 		 (unsigned long long)(proactive_period_usec(t->d) * t->proactive_backoff / 1000000),
-		 (unsigned long long)(t->proactive_window_ms / 1000), (unsigned long long)refault_pm,
+		 (unsigned long long)(target_proactive_window_ms(t) / 1000), (unsigned long long)refault_pm,
 		 c->proactive_refault_permille, (unsigned long long)stall_pm,
 		 c->proactive_stall_permille);
 }

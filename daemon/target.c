@@ -279,8 +279,9 @@ uint64_t target_hot_keep_ms(const struct target *t)
 
 uint64_t target_proactive_window_ms(const struct target *t)
 {
-	uint64_t w = t->proactive_window_ms ? t->proactive_window_ms
-					    : t->d->cfg.idle_evict_seconds * 1000ull;
+	uint32_t ages = t->proactive_backoff > PROACTIVE_MIN_PROTECT ? t->proactive_backoff
+								     : PROACTIVE_MIN_PROTECT;
+	uint64_t w = t->d->cfg.idle_evict_seconds * 1000ull * ages;
 
 	if (target_limited(t))
 		return target_hot_window_ms(t);
