@@ -83,7 +83,7 @@ $(BUILD)/zswapctl: $(CLIENT_OBJS)
 
 $(BUILD)/libzswap.so: $(SHIM_OBJS) shim/libzswap.map
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -Wl,-z,defs -Wl,--version-script=shim/libzswap.map \
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,relro -Wl,--version-script=shim/libzswap.map \
 		-o $@ $(SHIM_OBJS) -lpthread
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(BUILD)/libzswapd.a

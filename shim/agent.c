@@ -22,9 +22,9 @@
  * interposed (a sanitizer, a tracing library) could otherwise write to app
  * memory that is write-protected for the very batch the agent is working
  * on, and the agent would wait on itself.  Should it happen anyway, zswapd
- * vetoes the drop of that page (ZS_STAGING_VETO) and lets the agent go on.  If zswapd vanishes without ZS_BYE, the pages it held are gone:
- * the agent then refuses to let the app read zeros in their place, and
- * aborts the process at its first fault on a registered page, saying why.
+ * vetoes the drop of that page (ZS_STAGING_VETO) and lets the agent go on.
+ * If zswapd vanishes without ZS_BYE, the pages it held are gone: orphan.c
+ * says what happens then.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -574,34 +574,6 @@ static int agent_evict(struct agent *a, const struct zs_hdr *h)
 			  sizeof(struct zs_evict_done) + nruns * sizeof(int32_t));
 }
 
-/* zswapd died holding our pages: never let the app read zeros instead. */
-static void agent_orphaned(void)
-{
-	struct pollfd pfd = { .fd = shim.uffd, .events = POLLIN };
-	struct uffd_msg msg;
-	static const char text[] =
-		"libzswap: zswapd exited without returning this process's evicted memory; "
-		"aborting rather than letting it read zeros\n";
-
-	for (;;) {
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return;
-		if (read(shim.uffd, &msg, sizeof(msg)) != sizeof(msg))
-			continue;
-		switch (msg.event) {
-		case UFFD_EVENT_PAGEFAULT:
-			(void)!write(STDERR_FILENO, text, sizeof(text) - 1);
-			abort();
-		case UFFD_EVENT_FORK:
-			/* Nobody will serve the child: let its uffd go. */
-			close((int)msg.arg.fork.ufd);
-			break;
-		default:
-			break; /* reading REMOVE/UNMAP/REMAP is what unblocks the app */
-		}
-	}
-}
-
 static void *agent_main(void *arg)
 {
 	struct {
@@ -637,15 +609,23 @@ static void *agent_main(void *arg)
 			if (agent_evict(&a, h) < 0)
 				break;
 		} else if (h->type == ZS_BYE) {
+			__atomic_store_n(&shim.agent_state, SHIM_AGENT_BYE, __ATOMIC_RELEASE);
 			shim_log("zswapd stopped and returned every page");
 			close(shim.uffd);
 			shim.uffd = -1;
 			return NULL;
 		}
 	}
-	shim_log("zswapd went away");
-	agent_orphaned();
-	return NULL;
+	/* zswapd died holding our pages (orphan.c).  With a watcher, it
+	 * settles what follows; it may already be at it. */
+	__atomic_store_n(&shim.agent_state, SHIM_AGENT_GONE, __ATOMIC_RELEASE);
+	if (shim.daemon_pidfd < 0)
+		shim_orphan_serve();
+	/* Never returns: libc's thread exit frees our thread's state from
+	 * the app's heap, where a page may be gone with zswapd.  Every signal
+	 * is blocked, so this sleeps for good. */
+	for (;;)
+		syscall(SYS_pause);
 }
 
 int shim_agent_start(void)

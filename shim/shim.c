@@ -43,7 +43,7 @@
 
 #define SHIM_HANDSHAKE_TIMEOUT_SEC 5
 
-struct shim shim = { .sock = -1, .uffd = -1 };
+struct shim shim = { .sock = -1, .uffd = -1, .daemon_pidfd = -1 };
 
 void shim_log(const char *fmt, ...)
 {
@@ -136,10 +136,45 @@ static void shim_teardown(void)
 		close(shim.sock);
 	if (shim.uffd >= 0)
 		close(shim.uffd);
+	if (shim.daemon_pidfd >= 0)
+		close(shim.daemon_pidfd);
 	if (shim.staging)
 		munmap(shim.staging, shim.staging_len + SHIM_PAGE);
-	shim.sock = shim.uffd = -1;
+	shim.sock = shim.uffd = shim.daemon_pidfd = -1;
 	shim.staging = NULL;
+	shim.agent_state = SHIM_AGENT_RUNNING;
+}
+
+/*
+ * A pidfd of the zswapd at the other end of our connection, for the
+ * watcher (orphan.c); -1 if there is none to have (zswapd in another pid
+ * namespace: the agent then watches the connection alone).  Taken once
+ * registered: had zswapd died before, and its pid been reused, the
+ * connection would have said so first.
+ */
+static int shim_daemon_pidfd(void)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(shim.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
+}
+
+/* The agent, then its watcher; the process runs on without the latter. */
+static int shim_threads_start(void)
+{
+	int r = shim_agent_start();
+
+	if (r < 0)
+		return r;
+	shim.daemon_pidfd = shim_daemon_pidfd();
+	if (shim.daemon_pidfd >= 0 && shim_watch_start() < 0) {
+		close(shim.daemon_pidfd);
+		shim.daemon_pidfd = -1;
+	}
+	return 0;
 }
 
 /* The first registration of this mm. */
@@ -268,7 +303,7 @@ static void shim_atfork_child(void)
 	shim.sock = r;
 	r = shim_register_child();
 	if (r == 0)
-		r = shim_agent_start();
+		r = shim_threads_start();
 	if (r == 0)
 		return;
 fail:
@@ -304,7 +339,7 @@ __attribute__((constructor)) static void shim_init(void)
 	r = shim_register();
 	if (r < 0)
 		goto fail;
-	r = shim_agent_start();
+	r = shim_threads_start();
 	if (r < 0)
 		goto fail;
 	pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);

@@ -16,7 +16,16 @@
  * and excluded from eviction, so the agent never faults on a page it would
  * have to ask itself for (hazard 7, docs/design.md). */
 #define SHIM_AGENT_STACK (1024u * 1024) /* virtual: only what it touches is resident; ThreadSanitizer wants 900 KiB */
-#define SHIM_AGENT_AREA (SHIM_AGENT_STACK + 2u * 65536u) /* stack, receive, reply */
+#define SHIM_WATCH_STACK_AT (SHIM_AGENT_STACK + 2u * 65536u) /* after receive and reply */
+#define SHIM_WATCH_STACK (1024u * 1024) /* the watcher's (orphan.c); virtual too */
+#define SHIM_AGENT_AREA (SHIM_WATCH_STACK_AT + SHIM_WATCH_STACK)
+
+/* What the agent last knew of zswapd (shim.agent_state), for the watcher. */
+enum {
+	SHIM_AGENT_RUNNING,
+	SHIM_AGENT_BYE,	 /* zswapd stopped and returned every page */
+	SHIM_AGENT_GONE, /* the connection closed without ZS_BYE */
+};
 
 struct shim {
 	int sock;	   /* connection to zswapd, close-on-exec */
@@ -28,12 +37,18 @@ struct shim {
 	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
 	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
 	bool follow;	   /* run the agent on the app's CPU (ZS_READY_FOLLOW) */
+	int daemon_pidfd;  /* zswapd's, for the watcher; -1 if it cannot have one */
+	uint32_t agent_state; /* SHIM_AGENT_*, atomic */
 };
 
 extern struct shim shim;
 
 __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
 int shim_agent_start(void);
+/* The thread that notices zswapd's death; -ENOENT without a pidfd of it. */
+int shim_watch_start(void);
+/* Settles faults and events once zswapd is dead, for as long as the process lives. */
+void shim_orphan_serve(void);
 /* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
 uint64_t shim_now_usec(void);
 /* Waits while *word is set, for ZS_FORK_GATE_MAX_USEC from start at most; false if it gave up. */

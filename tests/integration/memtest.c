@@ -24,6 +24,8 @@
  *                                                then read every page: each is its data or
  *                                                a SIGBUS (poisoned), never anything else
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
+ *   memtest fork-then-touch MIB                  the same, with a child forked first that
+ *                                                reads every page; says how it ended
  *   memtest churn                                reclaim and verify while another thread
  *                                                keeps the mm changing (madvise): refused
  *                                                pages must come back even when the kernel
@@ -33,6 +35,9 @@
  *                                                before a move is faulted at its new place
  *   memtest follow [two]                         evict from one thread (or with a second
  *                                                one asleep), say "threads: N", verify
+ *   memtest orphan MIB                           writers, reclaims and forks until SIGUSR1, with
+ *                                                zswapd killed meanwhile: each page reads as its
+ *                                                data or the process ends loudly, never zeros
  *   memtest hold MIB [hot|grow|idle|locked|forked] fill, print "ready", read and write random
  *                                                pages until SIGUSR1, then verify (for limits);
  *                                                "hot": only ever touch the first quarter;
@@ -211,17 +216,21 @@ static uint8_t *map_anon(size_t len)
 
 /* ---- talking to zswapd (what zswapctl reclaim does) ---- */
 
+/* A connection to zswapd, or -errno. */
 static int zs_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = getenv(ZSWAP_SOCKET_ENV);
-	int fd;
+	int fd, r;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path && *path ? path : ZSWAP_DEFAULT_SOCKET);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "connect to zswapd at %s: %s\n", sa.sun_path, strerror(errno));
-		exit(2);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
 	}
 	return fd;
 }
@@ -247,6 +256,10 @@ static long reclaim_self(uint64_t bytes)
 	ssize_t n;
 	long pages = -1;
 
+	if (fd < 0) {
+		fprintf(stderr, "memtest: connect to zswapd: %s\n", strerror(-fd));
+		return -1;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) {
 		perror("send");
@@ -955,6 +968,23 @@ static int t_wait_signal(int argc, char **argv)
 	printf("evicted %ld kB resident\n", rss_anon_kb());
 	fflush(stdout);
 	wait_usr1();
+	if (strcmp(argv[1], "fork-then-touch") == 0) {
+		/* zswapd is gone: a child forked now must not read zeros either.
+		 * A raw fork: glibc's touches its .bss, evicted too, and that
+		 * alone would end the parent first. */
+		pid_t c = (pid_t)syscall(SYS_fork);
+		int status = 0;
+
+		if (c == 0) {
+			verify(m + PAGE, npages - 1, 14, "child");
+			_exit(failures ? 1 : 0);
+		}
+		CHECK(c > 0 && waitpid(c, &status, 0) == c, "fork or wait failed");
+		if (WIFSIGNALED(status))
+			printf("child: signal %d\n", WTERMSIG(status));
+		else
+			printf("child: exit %d\n", WEXITSTATUS(status));
+	}
 	CHECK(is_zero(m, PAGE), "discarded page not zero");
 	fill_page(m, 14, 0);
 	verify(m, npages, 14, strcmp(argv[1], "wait-signal") ? "touch" : "after zswapd stopped");
@@ -1230,6 +1260,110 @@ static int t_churn(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * The test SIGKILLs zswapd while this runs: writers in the first half,
+ * a reclaim loop, and a fork every 100 ms whose child reads 256 pages of
+ * the second half (which nobody writes) and exits.  Then SIGUSR1: stop and
+ * read everything.  Every page must read as its data or end the process
+ * loudly (an abort, or a SIGBUS in a child forked after the kill); a wrong
+ * page, a child that read one, or a hang fails.
+ */
+static atomic_bool orphan_stop;
+
+static void *orphan_reclaimer(void *arg)
+{
+	(void)arg;
+	/* Until zswapd is gone: then each reclaim fails at once. */
+	while (!atomic_load(&orphan_stop) && reclaim_self(16 * MIB) >= 0)
+		;
+	return NULL;
+}
+
+static void orphan_child(size_t npages)
+{
+	uint64_t x = (uint64_t)getpid();
+	size_t half = npages / 2;
+
+	for (int i = 0; i < 256; i++) {
+		uint8_t want[PAGE];
+		size_t p;
+
+		x = mix64(x);
+		p = half + x % (npages - half);
+		fill_page(want, 21, p);
+		CHECK(memcmp(tw_mem + p * PAGE, want, PAGE) == 0, "child: page %zu differs", p);
+	}
+	_exit(failures ? 1 : 0);
+}
+
+/* Counts a child that ended: exited 0, ended loudly by a signal, or read a wrong page. */
+static void orphan_reap(int status, unsigned *ok, unsigned *loud, unsigned *bad)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		(*ok)++;
+	else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGBUS || WTERMSIG(status) == SIGABRT))
+		(*loud)++;
+	else
+		(*bad)++;
+}
+
+static int t_orphan(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	size_t npages = mib * MIB / PAGE, bad = 0;
+	unsigned forks = 0, ok = 0, loud = 0, wrong = 0;
+	pthread_t th[NWRITERS + 1];
+	int status;
+	pid_t c;
+
+	signal(SIGUSR1, on_usr1);
+	tw_npages = npages / 2;
+	tw_mem = map_anon(npages * PAGE);
+	tw_shadow = calloc(tw_npages * NWRITERS, sizeof(uint64_t));
+	fill(tw_mem, npages, 21);
+	for (unsigned t = 0; t < NWRITERS; t++)
+		pthread_create(&th[t], NULL, tw_writer, (void *)(uintptr_t)t);
+	pthread_create(&th[NWRITERS], NULL, orphan_reclaimer, NULL);
+	printf("ready\n");
+	while (!got_usr1) {
+		c = fork();
+		if (c == 0)
+			orphan_child(npages);
+		forks += c > 0;
+		usleep(100000);
+		while ((c = waitpid(-1, &status, WNOHANG)) > 0)
+			orphan_reap(status, &ok, &loud, &wrong);
+	}
+	atomic_store(&tw_stop, true);
+	atomic_store(&orphan_stop, true);
+	for (unsigned t = 0; t <= NWRITERS; t++)
+		pthread_join(th[t], NULL);
+	while (waitpid(-1, &status, 0) > 0)
+		orphan_reap(status, &ok, &loud, &wrong);
+	printf("orphan: %u children: %u read their pages, %u ended loudly, %u read a wrong page\n",
+	       forks, ok, loud, wrong);
+	CHECK(wrong == 0, "%u children read a wrong page", wrong);
+	for (size_t p = 0; p < npages; p++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, 21, p);
+		for (unsigned t = 0; p < tw_npages && t < NWRITERS; t++) {
+			uint64_t v = tw_shadow[p * NWRITERS + t];
+
+			if (v)
+				memcpy(want + t * 64, &v, 8);
+		}
+		if (memcmp(tw_mem + p * PAGE, want, PAGE)) {
+			if (bad < 5)
+				fprintf(stderr, "orphan: page %zu differs\n", p);
+			bad++;
+		}
+	}
+	printf("orphan: %zu pages wrong\n", bad);
+	CHECK(bad == 0, "%zu pages differ", bad);
+	return failures ? 1 : 0;
+}
+
 static int t_plain(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
@@ -1253,10 +1387,12 @@ int main(int argc, char **argv)
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
+		{ "fork-then-touch", t_wait_signal },
 		{ "fork_reclaim", t_fork_reclaim }, { "fork_orphan", t_fork_orphan },
 		{ "fork_exclusive", t_fork_exclusive }, { "discard_stuck", t_discard_stuck },
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
+		{ "orphan", t_orphan },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -1442,6 +1442,63 @@ t_daemon_killed() {
 	[ $rc -eq $((128 + 6)) ] # SIGABRT
 	grep -q "aborting rather than letting it read zeros" "$TMP/kill.err"
 	start_daemon
+	# A child forked once zswapd is dead reads its inherited evicted pages: a SIGBUS, not zeros.
+	rm -f "$TMP/kill.out"
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-then-touch 16 >"$TMP/kill.out" 2>"$TMP/kill.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/kill.out" 2>/dev/null && break; sleep 0.05; done
+	kill -KILL "$(dpid)"
+	[ "$(wait_daemon_exit)" = 137 ]
+	kill -USR1 $pid
+	rc=0; wait $pid || rc=$?
+	cat "$TMP/kill.out" "$TMP/kill.err"
+	# SIGBUS; or SIGSEGV, from a sanitizer's SIGBUS handler meeting another evicted page
+	grep -Eq "^child: signal (7|11)$" "$TMP/kill.out"
+	grep -q "the child gets a SIGBUS rather than zeros" "$TMP/kill.err"
+	[ $rc -eq $((128 + 6)) ]
+	start_daemon
+}
+
+# wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
+wait_gone() {
+	for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+t_daemon_killed_busy() {
+	# zswapd SIGKILLed at random moments under four writer threads, a reclaim loop and a fork
+	# every 100 ms.  No thread may hang on the dead daemon (a fault it had read, an event of
+	# the agent's own, the dynamic linker's lazy binding on a page gone with it), and every
+	# page reads as its data or the process ends loudly: never zeros.
+	local round pid rc aborted=0
+	for round in $(seq "${KILL_ROUNDS:-6}"); do
+		rm -f "$TMP/orphan.out" # (not this round's "ready" otherwise)
+		LD_PRELOAD=$SHIM "$MEMTEST" orphan 64 >"$TMP/orphan.out" 2>"$TMP/orphan.err" &
+		pid=$!
+		for _ in $(seq 200); do grep -q ready "$TMP/orphan.out" && break; sleep 0.05; done
+		sleep "0.$((RANDOM % 9 + 1))"
+		kill -KILL "$(dpid)"
+		[ "$(wait_daemon_exit)" = 137 ]
+		sleep 0.3
+		kill -USR1 $pid 2>/dev/null || true # the writers may have met an evicted page already
+		if ! wait_gone $pid 30; then
+			log "round $round: memtest hangs"
+			grep -H . /proc/$pid/task/*/wchan >&2 || true
+			kill -KILL $pid
+			false
+		fi
+		rc=0; wait $pid || rc=$?
+		cat "$TMP/orphan.out" "$TMP/orphan.err"
+		! grep -q "differs\|FAIL" "$TMP/orphan.err"
+		if [ $rc -eq 134 ]; then
+			grep -q "aborting rather than letting it read zeros" "$TMP/orphan.err"
+			aborted=$((aborted + 1))
+		else
+			[ $rc -eq 0 ]
+		fi
+		start_daemon
+	done
+	echo "result: ${KILL_ROUNDS:-6} kills, $aborted aborted at an evicted page, none hung or read zeros"
 }
 
 # ---- main ----
@@ -1521,6 +1578,7 @@ run make_install t_make_install
 run drain_on_stop t_drain_on_stop
 run abort_scratch t_abort_scratch
 run daemon_killed t_daemon_killed
+run daemon_killed_busy t_daemon_killed_busy
 
 if ! stop_daemon; then
 	echo "zswapd did not stop cleanly at the end"

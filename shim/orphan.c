@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * orphan.c - what a served process does once zswapd has died without
+ * ZS_BYE (SIGKILL, the OOM killer, a crash).
+ *
+ * Its evicted pages died with zswapd's pool.  Two things must then hold:
+ * no thread reads zeros where one of them was, and no thread waits for
+ * ever on a daemon that is gone.  The registrations stay (we hold a copy of
+ * the uffd), so a touch of a missing page is still a uffd fault; we read
+ * those faults ourselves and abort the process at the first one, saying
+ * why.  Everything else we let go: a write-protected page (a batch the
+ * daemon had begun) is unprotected, events are read (that is what lets
+ * the app's madvise, munmap or fork return), and a child forked from now
+ * on keeps its uffd with us, so that its own touch of an inherited evicted
+ * page is a SIGBUS (UFFDIO_POISON), never zeros.
+ *
+ * Who notices: the watcher, a thread that waits on a pidfd of zswapd and
+ * nothing else.  The agent cannot be relied on for it: it may be inside a
+ * system call that waits on zswapd itself when zswapd dies (a REMOVE event
+ * of its own MADV_DONTNEED, which only a reader of the uffd completes, or a
+ * fault of its process_vm_readv), and then nobody would read the uffd
+ * again.  Faults zswapd had read and not answered are not in the uffd any
+ * more: a UFFDIO_WAKE of the whole address space sends their threads back
+ * to fault again, into our read.  Without a pidfd (zswapd in another pid
+ * namespace) the agent does all this itself when its connection closes.
+ *
+ * Like the agent, the watcher runs on its own stack in the agent's area
+ * (excluded from eviction), blocks every signal and makes only raw system
+ * calls: anything of libc's, even abort(), may touch a page of the app's
+ * that is gone for good.  libzswap.so is linked with -z now for the same
+ * reason: a first call through a lazily bound PLT entry runs the dynamic
+ * linker, which reads its link maps from the app's heap (a hang seen with
+ * the agent stuck in _dl_fixup after zswapd was killed mid-reclaim).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "shim.h"
+
+/* The lowest address a wake or a probe names: mmap_min_addr's default. */
+#define ORPHAN_LOW 0x10000ull
+/* Forked children whose uffd we keep; more are kept but not watched. */
+#define ORPHAN_CHILDREN 64
+/* How long the watcher lets the agent see ZS_BYE before taking over. */
+#define ORPHAN_AGENT_GRACE_USEC 1000000u
+
+/* What the watcher polls: our uffd, then forked children's.  Kept from
+ * one poll to the next, not filled each time: a loop filling it is what a
+ * compiler turns into a memset() call (orphan_say). */
+struct orphan {
+	struct pollfd pfd[1 + ORPHAN_CHILDREN];
+	unsigned n;
+};
+
+/*
+ * Writes len bytes of text, then " (address 0x...)" and a newline.  No
+ * stdio, and not even strlen() or memset(): under a sanitizer those are
+ * its interceptors, which read its shadow memory, evictable as any other.
+ */
+static void orphan_say(const char *text, size_t len, uint64_t addr)
+{
+	static const char head[] = " (address 0x";
+	char tail[sizeof(head) + 20];
+	size_t n;
+
+	syscall(SYS_write, STDERR_FILENO, text, len);
+	for (n = 0; n < sizeof(head) - 1; n++)
+		tail[n] = head[n];
+	for (int shift = 60; shift >= 0; shift -= 4)
+		if (addr >> shift || shift == 0)
+			tail[n++] = "0123456789abcdef"[(addr >> shift) & 15];
+	tail[n++] = ')';
+	tail[n++] = '\n';
+	syscall(SYS_write, STDERR_FILENO, tail, n);
+}
+
+/*
+ * abort() without libc: the default action, whatever handler the app set
+ * (a handler that returned would let the thread fault again, and again),
+ * raised in this thread, which blocks every other signal.
+ */
+static void orphan_abort(void)
+{
+	/* The kernel's struct sigaction: all zero is SIG_DFL on every layout. */
+	unsigned long dfl[4] = { 0 };
+	uint64_t abrt = 1ull << (SIGABRT - 1);
+
+	syscall(SYS_rt_sigaction, SIGABRT, dfl, NULL, sizeof(abrt));
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &abrt, NULL, sizeof(abrt));
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGABRT);
+	syscall(SYS_exit_group, 128 + SIGABRT);
+}
+
+/* Sends every thread waiting in a fault of this uffd back to fault again. */
+static void orphan_wake_all(int uffd)
+{
+	/* The top of user space differs by paging mode: the widest the
+	 * kernel accepts wins (it refuses a range past the mm's end). */
+	static const uint64_t tops[] = { 1ull << 56, 1ull << 48, 1ull << 47, 1ull << 39 };
+
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {
+		struct uffdio_range r = { ORPHAN_LOW, tops[i] - SHIM_PAGE - ORPHAN_LOW };
+
+		if (syscall(SYS_ioctl, uffd, UFFDIO_WAKE, &r) == 0)
+			return;
+	}
+}
+
+/* Lifts write protection from one page, which wakes its writer. */
+static void orphan_unprotect(int uffd, uint64_t addr)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { addr & ~(uint64_t)(SHIM_PAGE - 1), SHIM_PAGE },
+	};
+
+	syscall(SYS_ioctl, uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
+/* A forked child touched a page it inherited evicted: a SIGBUS there. */
+static void orphan_poison(int uffd, uint64_t addr)
+{
+	struct uffdio_poison p = {
+		.range = { addr & ~(uint64_t)(SHIM_PAGE - 1), SHIM_PAGE },
+	};
+	static const char text[] =
+		"libzswap: zswapd exited without returning the evicted memory a forked child "
+		"inherited; the child gets a SIGBUS rather than zeros";
+
+	orphan_say(text, sizeof(text) - 1, addr);
+	syscall(SYS_ioctl, uffd, UFFDIO_POISON, &p);
+}
+
+/*
+ * Whether the mm behind a child's uffd is gone (it exited or exec'd).  A
+ * poison of a page where no registered mapping can be says ESRCH for a
+ * dead mm, and ENOENT (or EINVAL) for a live one, changing nothing.
+ */
+static bool orphan_child_gone(int uffd)
+{
+	struct uffdio_poison p = { .range = { ORPHAN_LOW, SHIM_PAGE } };
+
+	return syscall(SYS_ioctl, uffd, UFFDIO_POISON, &p) < 0 && errno == ESRCH;
+}
+
+static void orphan_reap_children(struct orphan *o)
+{
+	for (unsigned i = 1; i < o->n;) {
+		if (orphan_child_gone(o->pfd[i].fd)) {
+			syscall(SYS_close, o->pfd[i].fd);
+			o->pfd[i] = o->pfd[--o->n];
+		} else {
+			i++;
+		}
+	}
+}
+
+static void orphan_keep_child(struct orphan *o, int uffd)
+{
+	if (o->n == 1 + ORPHAN_CHILDREN)
+		orphan_reap_children(o);
+	/* Closing it would unregister the child's memory: it would read
+	 * zeros.  Unwatched, a touch of an evicted page only waits. */
+	if (o->n < 1 + ORPHAN_CHILDREN)
+		o->pfd[o->n++] = (struct pollfd){ .fd = uffd, .events = POLLIN };
+}
+
+/* Reads and settles what one uffd has; ours (own) or a forked child's. */
+static void orphan_read(struct orphan *o, int uffd, bool own)
+{
+	static const char text[] =
+		"libzswap: zswapd exited without returning this process's evicted memory; "
+		"aborting rather than letting it read zeros";
+	struct uffd_msg msg;
+
+	while (syscall(SYS_read, uffd, &msg, sizeof(msg)) == (long)sizeof(msg)) {
+		switch (msg.event) {
+		case UFFD_EVENT_PAGEFAULT:
+			if (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+				orphan_unprotect(uffd, msg.arg.pagefault.address);
+			} else if (own) {
+				orphan_say(text, sizeof(text) - 1, msg.arg.pagefault.address);
+				orphan_abort();
+			} else {
+				orphan_poison(uffd, msg.arg.pagefault.address);
+			}
+			break;
+		case UFFD_EVENT_FORK:
+			orphan_keep_child(o, (int)msg.arg.fork.ufd);
+			break;
+		default:
+			break; /* reading REMOVE, UNMAP, REMAP is what lets the app go on */
+		}
+	}
+}
+
+/* Returns only if the uffd cannot be polled (never, short of a bug). */
+void shim_orphan_serve(void)
+{
+	struct orphan o; /* not = { 0 }: that too is a memset() call */
+
+	if (shim.uffd < 0)
+		return;
+	o.pfd[0] = (struct pollfd){ .fd = shim.uffd, .events = POLLIN };
+	o.n = 1;
+	orphan_wake_all(shim.uffd);
+	for (;;) {
+		/* Woken once a second to let the uffds of gone children go. */
+		long n = syscall(SYS_poll, o.pfd, (unsigned long)o.n, 1000L);
+
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return;
+		if (n <= 0) {
+			orphan_reap_children(&o);
+			continue;
+		}
+		/* A child forked meanwhile is polled from the next round on. */
+		for (unsigned i = 0, polled = o.n; i < polled && i < o.n; i++)
+			if (o.pfd[i].revents)
+				orphan_read(&o, o.pfd[i].fd, i == 0);
+	}
+}
+
+static void *shim_watch_main(void *arg)
+{
+	struct pollfd pfd = { .fd = shim.daemon_pidfd, .events = POLLIN };
+	struct timespec ts = { 0, 10000000 };
+	uint64_t start;
+
+	(void)arg;
+	while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
+		if (errno != EINTR && errno != EAGAIN)
+			return NULL;
+	/* zswapd has exited.  After a stop it said ZS_BYE first, and the
+	 * agent, reading it, has let the uffd go: nothing to do. */
+	start = shim_now_usec();
+	while (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_RUNNING &&
+	       shim_now_usec() - start < ORPHAN_AGENT_GRACE_USEC)
+		syscall(SYS_nanosleep, &ts, NULL);
+	if (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_BYE)
+		return NULL; /* every page is back: libc's thread exit is safe */
+	shim_orphan_serve(); /* the agent saw the connection close, or is stuck */
+	for (;;) /* as the agent's (agent.c): no thread exit through libc */
+		syscall(SYS_pause);
+}
+
+int shim_watch_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int r;
+
+	if (shim.daemon_pidfd < 0)
+		return -ENOENT;
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, shim.area + SHIM_WATCH_STACK_AT, SHIM_WATCH_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&tid, &attr, shim_watch_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return r;
+}
