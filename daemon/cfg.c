@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "prefetch.h"
 #include "log.h"
 #include "size.h"
 #include "zswap_proto.h"
@@ -309,6 +310,11 @@ static const struct cfg_key cfg_keys[] = {
 	  "a size like 4096, 512M or 8G" },
 	/* The kernel's default swap readahead is 8 pages (vm.page-cluster = 3). */
 	{ "readahead_pages", cfg_parse_uint, CFG_FIELD(readahead_pages), "8", 0, 64, NULL },
+	/*
+	 * The same for the pool (prefetch.h): a window that starts at 4 pages
+	 * and doubles while the process reads through it.  0 = off.
+	 */
+	{ "prefetch_pages", cfg_parse_uint, CFG_FIELD(prefetch_pages), "16", 0, PREFETCH_MAX_PAGES, NULL },
 	/*
 	 * Refault protection: long enough that a page touched every few seconds
 	 * stays resident, short enough that a phase change is followed.

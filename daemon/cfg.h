@@ -47,6 +47,7 @@ struct cfg {
 	char swap_file[CFG_PATH_MAX];	   /* writeback tier; "" = none */
 	uint64_t swap_file_size;	   /* bytes, 0 = no writeback tier */
 	unsigned readahead_pages;	   /* 0..64: on sequential swap-ins, fetch this many more */
+	unsigned prefetch_pages;	   /* 0..64: the longest window of pages installed after a fault */
 	unsigned hot_window_seconds;	   /* 1..3600: a refaulted page is left alone this long */
 	unsigned idle_evict_seconds;	   /* 0..86400: the cold age of proactive eviction; 0 = off */
 	unsigned proactive_refault_permille; /* 0..1000: refaults a minute per 1000 pages before backing off */

@@ -54,6 +54,7 @@
 #include "cgroup.h"
 #include "hot.h"
 #include "loadlog.h"
+#include "prefetch.h"
 #include "proto.h"
 #include "rate.h"
 #include "vmscan.h"
@@ -245,6 +246,7 @@ struct target {
 	bool limit_unreachable_told; /* logged that its incompressible pages exceed its limit */
 	struct hot hot;       /* pages faulted back lately (hot.h) */
 	struct loadlog loads_log; /* the same pages, in the order they came back */
+	struct prefetch prefetch; /* readahead of its faults from the pool (prefetch.h) */
 	uint64_t sweep_dry_until_ms; /* a sweep found next to nothing cold: the log first until then */
 	uint64_t rss_pages;   /* RssAnon at the last limit check, in pages */
 	uint64_t stores_at_check; /* t->stores then: rss_pages + faults - stores since = now */
@@ -330,6 +332,7 @@ struct daemon {
 	uint64_t pool_limit;	/* bytes */
 	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
 	uint8_t *page_buf;	/* one page of scratch for loads */
+	uint8_t *prefetch_buf;	/* PREFETCH_MAX_PAGES of scratch: a window decompressed */
 	uint8_t *comp_buf;	/* COMP_BOUND bytes of scratch for stores */
 	struct conn *conns;
 	struct target *targets;
@@ -427,6 +430,8 @@ void target_invalidate(struct target *t, uint64_t start, uint64_t end);
 int target_insert(struct target *t, uint64_t addr, struct entry *e);
 /* Page addr, whose entry is e, is back in the process: the entry goes, counted as a load. */
 void target_page_loaded(struct target *t, uint64_t addr, struct entry *e);
+/* The same for a page brought back before it was wanted: no refault. */
+void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e);
 /* Registers [start, end) (MISSING|WP) unless it is registered since the layout last changed. */
 int target_register(struct target *t, uint64_t start, uint64_t end);
 /* r from UFFDIO_COPY/ZEROPAGE at addr, with an EEXIST that pagemap denies turned into -EAGAIN. */
@@ -484,6 +489,8 @@ bool wb_busy(const struct daemon *d);
  * is resolved one way or another, -EAGAIN when it must be tried again.
  */
 int load_serve(struct target *t, uint64_t addr, bool write);
+/* load_serve() for an app's fault; may bring the pages after it back too (prefetch.h). */
+int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch);
 
 /* evict_flight.c: pages of the batch in flight, and what the app does to them. */
 uint64_t evict_translate(const struct batch *b, uint64_t addr);

@@ -24,6 +24,10 @@
 #include "log.h"
 #include "uffd.h"
 
+/* How far past a window the marker is looked for: resident pages between
+ * are read without a fault, and the reader's next fault is still the marker. */
+#define LOAD_MARKER_SEARCH 64u
+
 /* The page at addr was never evicted: zeros, as the kernel would give it. */
 static int load_zero_fill(struct target *t, uint64_t addr, bool write)
 {
@@ -65,6 +69,119 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		return -EBADMSG;
 	}
 	return target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, d->page_buf, true));
+}
+
+/*
+ * Maps the n pages decompressed into d->prefetch_buf at first on, in one
+ * UFFDIO_COPY (each ioctl is a system call and a walk of the page table:
+ * for a window of 16, one instead of 16).  Their entries go.  Returns how
+ * many were mapped; short if a page there was mapped meanwhile (dropped
+ * too: stale), or the mm is changing.
+ */
+static uint32_t load_prefetch_run(struct target *t, uint64_t first, struct entry **run, uint32_t n)
+{
+	uint64_t copied = 0, addr = first << ZS_PAGE_SHIFT;
+	uint32_t done;
+	int r;
+
+	if (!n)
+		return 0;
+	r = uffd_copy_run(t->uffd_w.fd, addr, t->d->prefetch_buf, (uint64_t)n * ZS_PAGE_SIZE,
+			  &copied);
+	done = (uint32_t)(copied / ZS_PAGE_SIZE);
+	for (uint32_t i = 0; i < done; i++)
+		target_page_prefetched(t, addr + (uint64_t)i * ZS_PAGE_SIZE, run[i]);
+	if (r == -EEXIST && done < n &&
+	    target_fill_checked(t, addr + (uint64_t)done * ZS_PAGE_SIZE, r) == -EEXIST)
+		target_page_prefetched(t, addr + (uint64_t)done * ZS_PAGE_SIZE, run[done]);
+	t->d->st.prefetch_pages += done;
+	return done;
+}
+
+/*
+ * Installs the evicted pages of w that are in the pool, as a fault on each
+ * would: runs of consecutive pages decompressed side by side and mapped in
+ * one ioctl, a zero page on its own.  Leaves the marker out (prefetch.h),
+ * and records the window and the marker.  Stops at a page on disk
+ * (the swap file's own readahead is wb.c's), and at a fill that failed (an
+ * event under way); a page not evicted it passes over.
+ */
+static void load_prefetch(struct target *t, const struct prefetch_window *w)
+{
+	struct daemon *d = t->d;
+	struct entry *run[PREFETCH_MAX_PAGES];
+	uint64_t pgno, end = w->first + w->pages, marker = 0, run_first = w->first;
+	uint32_t installed = 0, n = 0;
+	bool failed = false;
+
+	for (pgno = w->first; pgno < end + LOAD_MARKER_SEARCH && !failed && (pgno < end || !marker);
+	     pgno++) {
+		struct entry *e = idx_lookup(t->idx, pgno);
+		bool zero;
+
+		if (!e)
+			continue;
+		if (e->where == ENTRY_ON_DISK)
+			break; /* its fault is not the pool's: no marker */
+		if (!marker && pgno >= w->marker_from) {
+			marker = pgno; /* left out: its fault asks for the next window */
+			continue;
+		}
+		if (pgno >= end)
+			break;
+		zero = entry_is_zero(e);
+		if (n && (zero || pgno != run_first + n)) {
+			uint32_t done = load_prefetch_run(t, run_first, run, n);
+
+			installed += done;
+			failed = done < n;
+			n = 0;
+			if (failed)
+				break;
+		}
+		e->readahead = 0;
+		if (zero) {
+			int r = target_fill_checked(t, pgno << ZS_PAGE_SHIFT,
+						    uffd_zeropage(t->uffd_w.fd, pgno << ZS_PAGE_SHIFT));
+
+			if (r != 0 && r != -EEXIST)
+				break;
+			target_page_prefetched(t, pgno << ZS_PAGE_SHIFT, e);
+			d->st.prefetch_pages++;
+			installed++;
+			continue;
+		}
+		if (entry_load(d, e, d->prefetch_buf + (size_t)n * ZS_PAGE_SIZE) < 0)
+			break; /* load_serve() says so if it is ever wanted */
+		if (!n)
+			run_first = pgno;
+		run[n++] = e;
+	}
+	if (n) {
+		uint32_t done = load_prefetch_run(t, run_first, run, n);
+
+		installed += done;
+		failed = done < n;
+	}
+	prefetch_installed(&t->prefetch, w, installed, failed ? 0 : marker);
+}
+
+int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch)
+{
+	uint64_t pgno = addr >> ZS_PAGE_SHIFT;
+	struct entry *e = idx_lookup(t->idx, pgno);
+	bool pooled = e && e->where != ENTRY_ON_DISK;
+	struct prefetch_window w;
+	int r = load_serve(t, addr, write);
+
+	if (r != 0 || !pooled || t->dead)
+		return r;
+	prefetch_fault(&t->prefetch, pgno, now_usec() / 1000,
+		       may_prefetch ? t->d->cfg.prefetch_pages : 0, &w, &t->d->st.prefetch_hits,
+		       &t->d->st.prefetch_misses);
+	if (w.pages)
+		load_prefetch(t, &w);
+	return r;
 }
 
 int load_serve(struct target *t, uint64_t addr, bool write)

@@ -238,6 +238,7 @@ static void reload_config(struct daemon *d)
 	d->cfg.agent_move_first = c.agent_move_first;
 	d->cfg.agent_follow_app = c.agent_follow_app;
 	d->cfg.readahead_pages = c.readahead_pages;
+	d->cfg.prefetch_pages = c.prefetch_pages;
 	d->cfg.hot_window_seconds = c.hot_window_seconds;
 	d->cfg.idle_evict_seconds = c.idle_evict_seconds;
 	d->cfg.proactive_refault_permille = c.proactive_refault_permille;
@@ -334,8 +335,9 @@ static int daemon_setup(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Failed to create pool: %m");
 	d->page_buf = aligned_alloc(ZS_PAGE_SIZE, ZS_PAGE_SIZE);
+	d->prefetch_buf = aligned_alloc(ZS_PAGE_SIZE, (size_t)PREFETCH_MAX_PAGES * ZS_PAGE_SIZE);
 	d->comp_buf = malloc(COMP_BOUND);
-	if (!d->page_buf || !d->comp_buf)
+	if (!d->page_buf || !d->prefetch_buf || !d->comp_buf)
 		return log_error_errno(-ENOMEM, "Out of memory");
 	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());
 	r = setup_signals(d);
@@ -414,6 +416,7 @@ static void daemon_teardown(struct daemon *d)
 	recomp_close(d);
 	comp_free(d->comp);
 	free(d->page_buf);
+	free(d->prefetch_buf);
 	free(d->comp_buf);
 	if (d->listen_w.fd >= 0)
 		close(d->listen_w.fd);

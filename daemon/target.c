@@ -546,9 +546,14 @@ int target_register(struct target *t, uint64_t start, uint64_t end)
 
 void target_page_loaded(struct target *t, uint64_t addr, struct entry *e)
 {
+	target_note_refault(t, addr, e);
+	target_page_prefetched(t, addr, e);
+}
+
+void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e)
+{
 	idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
 	t->compressed_bytes -= e->len;
-	target_note_refault(t, addr, e);
 	t->loads++;
 	t->d->st.loads++;
 	entry_put(t->d, e);

@@ -63,6 +63,19 @@ int uffd_copy(int fd, uint64_t addr, const void *page, bool wake)
 	return uffd_ioctl(fd, UFFDIO_COPY, &copy);
 }
 
+int uffd_copy_run(int fd, uint64_t addr, const void *pages, uint64_t len, uint64_t *copied)
+{
+	struct uffdio_copy copy = {
+		.dst = addr,
+		.src = (uint64_t)(uintptr_t)pages,
+		.len = len,
+	};
+	int r = uffd_ioctl(fd, UFFDIO_COPY, &copy);
+
+	*copied = r == 0 ? len : copy.copy > 0 ? (uint64_t)copy.copy : 0;
+	return r;
+}
+
 int uffd_zeropage(int fd, uint64_t addr)
 {
 	struct uffdio_zeropage zp = { .range = { .start = addr, .len = ZS_PAGE_SIZE }, .mode = 0 };

@@ -32,6 +32,9 @@ int uffd_unregister(int fd, uint64_t start, uint64_t len);
 int uffd_wake(int fd, uint64_t addr, uint64_t len);
 /* Maps one page of contents `page` at addr; wake=false leaves the waiters asleep. */
 int uffd_copy(int fd, uint64_t addr, const void *page, bool wake);
+/* len bytes of pages from addr on, in one ioctl, waking whoever waits there.
+ * *copied: the bytes mapped, also when it failed part way (-errno then). */
+int uffd_copy_run(int fd, uint64_t addr, const void *pages, uint64_t len, uint64_t *copied);
 /* Maps the zero page at addr (read faults: no memory until written) and wakes. */
 int uffd_zeropage(int fd, uint64_t addr);
 /* Sets (protect) or lifts the write-protect bit of [addr, addr+len); lifting wakes. */

@@ -36,6 +36,9 @@
 	X(swap_read_errors, COUNTER, FIELD, "pages lost to a failed read: poisoned (SIGBUS on access)") \
 	X(readahead_pages, COUNTER, FIELD, "pages read back from the swap file ahead of a fault")   \
 	X(readahead_hits, COUNTER, FIELD, "of those, faulted on while in the pool")                \
+	X(prefetch_pages, COUNTER, FIELD, "pages brought back from the pool ahead of a fault (prefetch_pages)") \
+	X(prefetch_hits, COUNTER, FIELD, "of those, in windows the process read through to their end") \
+	X(prefetch_misses, COUNTER, FIELD, "of those, in windows the process left before their end") \
 	X(reject_compress_poor, COUNTER, FIELD, "pages left resident: compressed worse than max_compressed_percent") \
 	X(reject_alloc_fail, COUNTER, FIELD, "pages left resident: no memory for them")            \
 	X(stores, COUNTER, FIELD, "pages evicted into the pool")                                   \

@@ -35,6 +35,9 @@
  *                                                before a move is faulted at its new place
  *   memtest follow [two]                         evict from one thread (or with a second
  *                                                one asleep), say "threads: N", verify
+ *   memtest scan MIB                             evicted memory read in order, then in random
+ *                                                order, then half-written in order (prefetch);
+ *                                                "scan: PHASE done", then a line on stdin
  *   memtest orphan MIB                           writers, reclaims and forks until SIGUSR1, with
  *                                                zswapd killed meanwhile: each page reads as its
  *                                                data or the process ends loudly, never zeros
@@ -1364,6 +1367,68 @@ static int t_orphan(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Reads evicted memory in address order, then in random order, then
+ * overwrites it in address order, each time after a reclaim of all of it,
+ * and checks every byte: what prefetch brings back ahead of the faults
+ * must be what was there, and a page written right after it was brought
+ * back must keep the write.  Says "scan: PHASE" before each, and waits for
+ * a line on stdin after each, so that the test reads zswapd's counters
+ * per phase.
+ */
+static void scan_phase(const char *phase)
+{
+	char line[16];
+
+	printf("scan: %s done\n", phase);
+	if (!fgets(line, sizeof(line), stdin))
+		exit(2);
+}
+
+static int t_scan(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	size_t *order = malloc(npages * sizeof(*order));
+	uint64_t x = 5;
+
+	fill(m, npages, 22);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	verify(m, npages, 22, "in order");
+	scan_phase("sequential");
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	for (size_t i = 0; i < npages; i++)
+		order[i] = i;
+	for (size_t i = npages - 1; i > 0; i--) {
+		size_t j, t;
+
+		x = mix64(x);
+		j = x % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (size_t i = 0; i < npages; i++)
+		verify_at(m, order[i], 1, 22, "in random order");
+	scan_phase("random");
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	for (size_t i = 0; i < npages; i++) /* half a page each: the rest must stay */
+		memset(m + i * PAGE, 0xa5, PAGE / 2);
+	for (size_t i = 0; i < npages; i++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, 22, i);
+		memset(want, 0xa5, PAGE / 2);
+		CHECK(memcmp(m + i * PAGE, want, PAGE) == 0, "written: page %zu differs", i);
+		if (failures > 5)
+			break;
+	}
+	scan_phase("written");
+	free(order);
+	return failures ? 1 : 0;
+}
+
 static int t_plain(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
@@ -1392,7 +1457,7 @@ int main(int argc, char **argv)
 		{ "fork_exclusive", t_fork_exclusive }, { "discard_stuck", t_discard_stuck },
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
-		{ "orphan", t_orphan },
+		{ "orphan", t_orphan },	  { "scan", t_scan },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

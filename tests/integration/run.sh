@@ -1429,6 +1429,52 @@ t_exit_mid_commit() {
 	shimmed "$MEMTEST" basic 16 16 0
 }
 
+# scan_run TAG: memtest scan 32, with zswapd's counters saved after each phase as $TMP/TAG.N.
+scan_run() {
+	local fifo=$TMP/scan.in pid n=0 phase
+	rm -f "$fifo" "$TMP/scan.out"
+	mkfifo "$fifo"
+	LD_PRELOAD=$SHIM "$MEMTEST" scan 32 <"$fifo" >"$TMP/scan.out" 2>&1 &
+	pid=$!
+	exec 3>"$fifo"
+	"$CTL" stats >"$TMP/$1.0"
+	for phase in sequential random written; do
+		n=$((n + 1))
+		for _ in $(seq 600); do grep -q "scan: $phase done" "$TMP/scan.out" && break; sleep 0.05; done
+		"$CTL" stats >"$TMP/$1.$n"
+		echo >&3
+	done
+	exec 3>&-
+	wait $pid || { cat "$TMP/scan.out"; return 1; }
+}
+
+# grew TAG N NAME: how much counter NAME grew in phase N of scan_run TAG.
+grew() { echo $(($(stat_in "$TMP/$1.$2" "$3") - $(stat_in "$TMP/$1.$(($2 - 1))" "$3"))); }
+
+t_prefetch() {
+	# Evicted memory read in address order comes back mostly ahead of its faults
+	# (prefetch_hits); read in random order, next to none; written in order, as read.  Every
+	# byte is checked by memtest, and prefetch_pages = 0 turns it off.
+	local seq_l seq_h rnd_l rnd_p wr_l wr_h
+	scan_run on
+	seq_l=$(grew on 1 loads) seq_h=$(grew on 1 prefetch_hits)
+	rnd_l=$(grew on 2 loads) rnd_p=$(grew on 2 prefetch_pages)
+	wr_l=$(grew on 3 loads) wr_h=$(grew on 3 prefetch_hits)
+	[ "$seq_h" -gt $((seq_l / 2)) ]
+	[ "$rnd_p" -lt $((rnd_l / 20)) ]
+	[ "$wr_h" -gt $((wr_l / 2)) ]
+	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
+	printf 'prefetch_pages = 0\n' >>"$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	sleep 0.5
+	scan_run off
+	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	[ "$(grew off 1 prefetch_pages)" -eq 0 ]
+	echo "result: prefetch: in order $seq_h of $seq_l pages came back ahead of their fault," \
+		"in random order $rnd_p of $rnd_l, written in order $wr_h of $wr_l; off: none"
+}
+
 t_daemon_killed() {
 	# zswapd dies holding pages: the process must not read zeros; it aborts, saying why.
 	LD_PRELOAD=$SHIM "$MEMTEST" evict-then-touch 16 >"$TMP/kill.out" 2>"$TMP/kill.err" &
@@ -1577,6 +1623,7 @@ run socket_activation t_socket_activation
 run make_install t_make_install
 run drain_on_stop t_drain_on_stop
 run abort_scratch t_abort_scratch
+run prefetch t_prefetch
 run daemon_killed t_daemon_killed
 run daemon_killed_busy t_daemon_killed_busy
 

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 28 /* fields of struct cfg, one key each */
+#define NKEYS 29 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -41,6 +41,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_str_eq(a->swap_file, b->swap_file);
 	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
 	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
+	ck_assert_uint_eq(a->prefetch_pages, b->prefetch_pages);
 	ck_assert_uint_eq(a->hot_window_seconds, b->hot_window_seconds);
 	ck_assert_uint_eq(a->idle_evict_seconds, b->idle_evict_seconds);
 	ck_assert_uint_eq(a->default_limit_percent, b->default_limit_percent);
@@ -72,6 +73,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "swap_file = /var/tmp/zswapd.swap\n"
 				      "swap_file_size = 1G\n"
 				      "readahead_pages = 0\n"
+				      "prefetch_pages = 0\n"
 				      "hot_window_seconds = 60\n"
 				      "idle_evict_seconds = 300\n"
 				      "default_limit_percent = 50\n"
@@ -126,6 +128,7 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(c.swap_file, "");
 	ck_assert_uint_eq(c.swap_file_size, 0);
 	ck_assert_uint_eq(c.readahead_pages, 8);
+	ck_assert_uint_eq(c.prefetch_pages, 16);
 	ck_assert_uint_eq(c.hot_window_seconds, 10);
 	ck_assert_uint_eq(c.idle_evict_seconds, 120);
 	ck_assert_uint_eq(c.default_limit_percent, 0);
@@ -167,6 +170,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_str_ne(c.swap_file, d.swap_file);
 	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
 	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);
+	ck_assert_uint_ne(c.prefetch_pages, d.prefetch_pages);
 	ck_assert_uint_ne(c.hot_window_seconds, d.hot_window_seconds);
 	ck_assert_uint_ne(c.idle_evict_seconds, d.idle_evict_seconds);
 	ck_assert_uint_ne(c.default_limit_percent, d.default_limit_percent);
@@ -335,6 +339,7 @@ static const struct {
 	{ "cgroup_headroom_percent = 51", -ERANGE, "expected 1..50" },
 	{ "pressure_stall_ms = 2001", -ERANGE,
 	  "bad value '2001' for pressure_stall_ms: expected 0..2000" },
+	{ "prefetch_pages = 65", -ERANGE, "bad value '65' for prefetch_pages: expected 0..64" },
 	{ "nice = -21", -ERANGE, "bad value '-21' for nice: expected -20..19" },
 	{ "nice = 20", -ERANGE, "bad value '20' for nice: expected -20..19" },
 	{ "nice = -99999999999999999999", -ERANGE, "for nice" },
