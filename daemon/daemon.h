@@ -364,6 +364,7 @@ struct daemon {
 
 /* util.c */
 uint64_t now_usec(void);
+uint64_t now_nsec(void);
 int read_full_file(const char *path, char **ret_buf, size_t *ret_len);
 int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);

@@ -46,10 +46,15 @@ static int load_zero_fill(struct target *t, uint64_t addr, bool write)
 	return r;
 }
 
-/* Maps e's contents at addr; what the fill said, -EAGAIN to try again. */
+/*
+ * Maps e's contents at addr; what the fill said, -EAGAIN to try again.
+ * Times its two steps (load_decompress_nsec, load_map_nsec): with
+ * fault_stall_usec they say where a load's time goes (docs/benchmarks.md).
+ */
 static int load_from_pool(struct target *t, uint64_t addr, bool write, struct entry *e)
 {
 	struct daemon *d = t->d;
+	uint64_t t0, t1;
 	int r;
 
 	if (e->readahead) {
@@ -57,9 +62,16 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		e->readahead = 0;
 		wb_readahead(t, addr); /* a sequential reader keeps its readahead going */
 	}
-	if (entry_is_zero(e) && !write)
-		return target_fill_checked(t, addr, uffd_zeropage(t->uffd_w.fd, addr));
+	if (entry_is_zero(e) && !write) {
+		t0 = now_nsec();
+		r = uffd_zeropage(t->uffd_w.fd, addr);
+		d->st.load_map_nsec += now_nsec() - t0;
+		return target_fill_checked(t, addr, r);
+	}
+	t0 = now_nsec();
 	r = entry_load(d, e, d->page_buf);
+	t1 = now_nsec();
+	d->st.load_decompress_nsec += t1 - t0;
 	if (r < 0) {
 		/* Never map garbage: the page stays missing and the app waits
 		 * rather than reading corrupt data.  This is a daemon bug. */
@@ -68,7 +80,9 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		d->st.uffd_errors++;
 		return -EBADMSG;
 	}
-	return target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, d->page_buf, true));
+	r = uffd_copy(t->uffd_w.fd, addr, d->page_buf, true);
+	d->st.load_map_nsec += now_nsec() - t1;
+	return target_fill_checked(t, addr, r);
 }
 
 /*

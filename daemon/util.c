@@ -12,6 +12,14 @@
 
 #include "daemon.h"
 
+uint64_t now_nsec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t now_usec(void)
 {
 	struct timespec ts;

@@ -69,6 +69,8 @@
 	X(denied, COUNTER, FIELD, "requests refused by access control")                           \
 	X(metadata_bytes, GAUGE, DERIVED, "bytes of the index and entries: what the bookkeeping costs") \
 	X(fault_stall_usec, COUNTER, FIELD, "microseconds served processes' threads waited on faults, from read to wake") \
+	X(load_decompress_nsec, COUNTER, FIELD, "nanoseconds loads from the pool spent decompressing") \
+	X(load_map_nsec, COUNTER, FIELD, "nanoseconds loads from the pool spent mapping the page (UFFDIO_COPY, ZEROPAGE)") \
 	X(proactive_sweeps, COUNTER, FIELD, "sweeps that evicted cold pages unasked (idle_evict_seconds)") \
 	X(proactive_backed_off, GAUGE, DERIVED, "processes whose proactive sweeps back off (refaults or stall over target)") \
 	X(groups, GAUGE, DERIVED, "groups held under one budget: zswapctl limit --all/--cgroup, followed cgroup limits") \

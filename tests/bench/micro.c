@@ -3,7 +3,7 @@
  * micro - per-page store and load cost of zswapd, measured from inside a
  * process that runs under the shim.
  *
- *   micro MIB [ROUNDS [recompressed]]
+ *   micro MIB [ROUNDS [recompressed|kernel]]
  *
  * Fills MIB of anonymous memory with the same page mix as the integration
  * tests (zero, same-filled, text, structs, random), then ROUNDS times:
@@ -17,6 +17,15 @@
  * (recomp.c; start it with a short recompress_seconds) has been through
  * the pool, so that the pool size and the loads are those of recompressed
  * entries.
+ * kernel: no zswapd; before each round's loads it says "micro: push out"
+ * on stderr and waits for a line on stdin, while the benchmark pushes its
+ * memory out to kernel swap or zswap (a memory cgroup's limit forced down,
+ * then lifted): the loads are then the kernel's, measured the same way, in
+ * the same run.  No store figure then.
+ * Where a load's time goes: zswapd's counters over the loads give, per
+ * load, the time from its read of the fault to the wake (fault_stall_usec),
+ * and of that the decompression and the UFFDIO_COPY; the rest of the
+ * touch is the kernel's (the fault's delivery, the wake-ups, the return).
  * Then verifies every byte, so a fast but wrong run fails (exit 1).
  * Prints one JSON object on stdout.
  */
@@ -116,8 +125,13 @@ int main(int argc, char **argv)
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
 	int rounds = argc > 2 ? atoi(argv[2]) : 3;
 	bool recompressed = argc > 3 && strcmp(argv[3], "recompressed") == 0;
+	bool kernel = argc > 3 && strcmp(argv[3], "kernel") == 0;
 	size_t npages = mib * 1024 * 1024 / PAGE, nlat = 0, bad = 0;
 	double store_us = 0, pool_per_page = 0, *lat;
+	/* zswapd's counters over the load phases: loads, stall us, decompress and map ns */
+	long long phase[4] = { 0 };
+	static const char *const phase_stat[4] = { "loads", "fault_stall_usec",
+						   "load_decompress_nsec", "load_map_nsec" };
 	long stored = 0;
 	uint8_t *m, want[PAGE];
 	size_t *order;
@@ -133,8 +147,19 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < rounds; r++) {
 		double t0 = now_us();
-		long n = reclaim_self(npages * PAGE);
+		long n;
 
+		if (kernel) {
+			char line[16];
+
+			fprintf(stderr, "micro: push out\n");
+			if (!fgets(line, sizeof(line), stdin))
+				return 2;
+			n = (long)npages;
+			t0 = now_us();
+		} else {
+			n = reclaim_self(npages * PAGE);
+		}
 		store_us += now_us() - t0;
 		if (n <= 0) {
 			fprintf(stderr, "micro: reclaim evicted nothing (is zswapd running, shim loaded?)\n");
@@ -145,7 +170,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "micro: nothing recompressed (recompress_seconds, recompressor?)\n");
 			return 1;
 		}
-		if (r == 0) {
+		if (r == 0 && !kernel) {
 			long long pool = stat_of("pool_total_size"), pages = stat_of("stored_pages");
 
 			pool_per_page = pages > 0 ? (double)pool / (double)pages : 0;
@@ -156,6 +181,8 @@ int main(int argc, char **argv)
 			order[i] = order[j];
 			order[j] = t;
 		}
+		for (int k = 0; k < 4 && !kernel; k++)
+			phase[k] -= stat_of(phase_stat[k]);
 		for (size_t i = 0; i < npages; i++) {
 			volatile uint8_t *p = m + order[i] * PAGE;
 			double t1 = now_us();
@@ -163,6 +190,8 @@ int main(int argc, char **argv)
 			(void)*p;
 			lat[nlat++] = now_us() - t1;
 		}
+		for (int k = 0; k < 4 && !kernel; k++)
+			phase[k] += stat_of(phase_stat[k]);
 	}
 	for (size_t i = 0; i < npages; i++) {
 		fill_page(want, i);
@@ -182,10 +211,15 @@ int main(int argc, char **argv)
 			sum += lat[i];
 		printf("{\"mib\":%zu,\"rounds\":%d,\"pages_stored\":%ld,\"store_us_per_page\":%.2f,"
 		       "\"loads\":%zu,\"load_us_mean\":%.2f,\"load_us_p50\":%.2f,\"load_us_p90\":%.2f,"
-		       "\"load_us_p99\":%.2f,\"pool_bytes_per_stored_page\":%.0f,\"bad_pages\":%zu}\n",
+		       "\"load_us_p99\":%.2f,\"pool_bytes_per_stored_page\":%.0f,\"bad_pages\":%zu,"
+		       "\"zswapd_us_per_load\":%.2f,\"decompress_us_per_load\":%.2f,"
+		       "\"map_us_per_load\":%.2f}\n",
 		       mib, rounds, stored, store_us / (double)stored, nf, nf ? sum / nf : 0,
 		       nf ? lat[first + nf / 2] : 0, nf ? lat[first + nf * 9 / 10] : 0,
-		       nf ? lat[first + nf * 99 / 100] : 0, pool_per_page, bad);
+		       nf ? lat[first + nf * 99 / 100] : 0, pool_per_page, bad,
+		       phase[0] > 0 ? (double)phase[1] / (double)phase[0] : 0,
+		       phase[0] > 0 ? (double)phase[2] / 1e3 / (double)phase[0] : 0,
+		       phase[0] > 0 ? (double)phase[3] / 1e3 / (double)phase[0] : 0);
 	}
 	return bad ? 1 : 0;
 }

@@ -869,6 +869,60 @@ def pairs_main(a, cases):
     return 0
 
 
+SCAN_NOTES = """How to read it:
+- tests/bench/workload.c --pattern sequential: {size} MiB of the page mix, every page
+  pushed out (zswapd: `zswapctl reclaim` of all of it; kernel: the process's cgroup v1
+  limit forced down to 16 MiB, then lifted), then one pass that reads one word of each
+  page in address order, timed by the workload; every page checked at the end.
+- MiB/s: the pass's pages a second / 256, the median of the rounds (each round's
+  figure after it).
+- pages in: zswapd loads (prefetched pages included); kernel pswpin + zswpin +
+  swpin_zero, from /proc/vmstat. faults: zswapd: loads less prefetch_pages (faults it
+  served); kernel: the process's major faults in the pass.
+- Each case once per round, the cases one after the other; kernel cases with
+  zswap's pool cap lifted above the data."""
+
+
+def scan_main(a, cases):
+    order, by = [], {}
+    for c in cases:
+        if c["name"] not in by:
+            order.append(c["name"])
+            by[c["name"]] = []
+        wl = c.get("workload") or {}
+        if c["status"] == "ok" and wl.get("accesses_per_s"):
+            c["mib_per_s"] = wl["accesses_per_s"] / 256
+            if c["mode"] == "zswapd":
+                c["faults"] = c["pages_in"] - c["zswapd_delta"].get("prefetch_pages", 0)
+            else:
+                c["faults"] = wl.get("majflt")
+        by[c["name"]].append(c)
+    doc = {"benchmark": "scan", "host": a.host, "date": a.date, "command": a.command,
+           "loadavg_at_start": a.load, "params": {"size_mib": a.size, "pattern": "sequential"},
+           "notes": SCAN_NOTES.format(size=a.size), "cases": cases}
+    write_json(a.out, "scan", doc)
+    md = [f"## Evicted memory read back in address order: {a.size} MiB", "",
+          "| case | MiB/s | rounds | pass s | pages in | faults | status |",
+          "|---|---|---|---|---|---|---|"]
+    for n in order:
+        cs = by[n]
+        ok = [c for c in cs if c.get("mib_per_s")]
+        status = ", ".join(sorted(set(c["status"] for c in cs)))
+        if not ok:
+            md.append(f"| {n} | — | | | | | {status} |")
+            continue
+        each = " / ".join(f"{c['mib_per_s']:.0f}" for c in ok)
+        secs = median([c["workload"]["elapsed_s"] for c in ok])
+        pin = median([c["pages_in"] for c in ok if c.get("pages_in") is not None])
+        flt = median([c["faults"] for c in ok if c.get("faults") is not None])
+        md.append(f"| {n} | {median([c['mib_per_s'] for c in ok]):.0f} | {each} | {secs:.2f} | "
+                  f"{fmt(pin, '.0f')} | {fmt(flt, '.0f')} | {status} |")
+    md += ["", SCAN_NOTES.format(size=a.size), "",
+           f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
+    write_md(a.out, "scan", md)
+    return 0 if all(c["status"] == "ok" for c in cases) else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True)
@@ -894,6 +948,7 @@ def main():
     ap.add_argument("--gets", type=int)
     ap.add_argument("--sets", type=int)
     ap.add_argument("--pairs", action="store_true")
+    ap.add_argument("--scan", action="store_true")
     a = ap.parse_args()
     if a.workers:
         return workers_main(a)
@@ -906,6 +961,8 @@ def main():
         return writeback_main(a, cases)
     if a.pairs:
         return pairs_main(a, cases)
+    if a.scan:
+        return scan_main(a, cases)
     doc = {
         "benchmark": "compare",
         "host": a.host,

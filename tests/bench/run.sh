@@ -6,7 +6,7 @@
 # table: docs/benchmarks.md.
 #
 #   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]
-#                      [squeeze] [proactive]
+#                      [squeeze] [proactive] [scan]
 #
 # Output: $BENCH_OUT if set, else ${BUILD:-build}/bench under the repository
 # (created if missing), a NAME.json, NAME.md (and for some a NAME.png) per
@@ -22,13 +22,11 @@
 # micro, compare and writeback.
 #
 # micro:   per-page store and load cost of zswapd for lzo, lz4 and zstd
-#          (tests/bench/micro.c), printed next to kernel zswap's figures
-#          measured by hand on the two machine kinds these benchmarks ran
-#          on, not by this script: kernel zswap lzo, the memory cgroup's
-#          limit forced down to push 64 MiB out, then vm.page-cluster = 0
-#          and a first touch of each page in random order.  KVM guest:
-#          7.6 us store, 7.9 us mean / 15.7 us p99 swap-in; PVM guest:
-#          20 us p50 / 47-49 us p99 first touch.  -> micro.{json,md}
+#          (tests/bench/micro.c), and kernel zswap lzo's loads measured by
+#          the same program in the same run: the process in a memory
+#          cgroup whose limit is forced down to push its memory out, then
+#          lifted, vm.page-cluster = 0, a first touch of each page in
+#          random order.  -> micro.{json,md}
 #
 # unmap:   what taking a page out of a process costs through each kernel
 #          interface (tests/bench/unmap.c: UFFDIO_MOVE, UFFDIO_WRITEPROTECT,
@@ -106,6 +104,12 @@
 #          p99 under swap, kernel zswap and zswapd, every key checked at the
 #          end (see run_redis).  -> redis.{json,md}
 #
+# scan:    S MiB pushed out, then read back in one pass in address order
+#          (workload --pattern sequential): zswapd with prefetch and without,
+#          kernel zswap and kernel swap with their readahead, BENCH_ROUNDS (3)
+#          rounds, medians.  S = 256 MiB (--quick 64).  Not in `make bench`
+#          (about 5 minutes).  -> scan.{json,md}
+#
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there, a directory per part
@@ -131,8 +135,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive | scan) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive] [scan]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -198,6 +202,12 @@ zswap_restore() {
 	ZSWAP_SAVED=
 }
 
+PAGECLUSTER_SAVED=                      # vm.page-cluster before micro's kernel case
+pagecluster_restore() {
+	[ -n "$PAGECLUSTER_SAVED" ] || return 0
+	echo "$PAGECLUSTER_SAVED" >/proc/sys/vm/page-cluster
+	PAGECLUSTER_SAVED=
+}
 haltpoll_restore() {
 	[ -n "$HALTPOLL_SAVED" ] || return 0
 	echo "$HALTPOLL_SAVED" >"$HALTPOLL"
@@ -231,6 +241,7 @@ cleanup() {
 	rm -f "$SWAPFILE" "$WBFILE"
 	zswap_restore
 	haltpoll_restore
+	pagecluster_restore
 	cgroup_remove
 	[ "$DEBUGFS_MOUNTED" -eq 1 ] && umount "$DEBUGFS"
 	rm -f "$STATE"
@@ -268,6 +279,7 @@ recover_stale() {
 			case $what in
 			zswap) ZSWAP_SAVED="$a $b $c ${d:--}"; zswap_restore ;;
 			haltpoll) HALTPOLL_SAVED=$a; haltpoll_restore ;;
+			pagecluster) PAGECLUSTER_SAVED=$a; pagecluster_restore ;;
 			debugfs) if mountpoint -q "$DEBUGFS"; then umount "$DEBUGFS"; fi ;;
 			esac
 		done <"$STATE"
@@ -387,7 +399,61 @@ micro_row() {  # NAME RESULT
 	python3 - "$1" "$2" >>"$OUT/micro.md" <<'EOF'
 import json, sys
 c, r = sys.argv[1], json.loads(sys.argv[2])
-print(f"| {c} | {r['store_us_per_page']:.2f} | {r['load_us_mean']:.2f} | {r['load_us_p50']:.2f} | {r['load_us_p90']:.2f} | {r['load_us_p99']:.2f} | {r['pool_bytes_per_stored_page']:.0f} |")
+ph = " | ".join(f"{r.get(k, 0):.2f}" for k in ("zswapd_us_per_load", "decompress_us_per_load", "map_us_per_load"))
+print(f"| {c} | {r['store_us_per_page']:.2f} | {r['load_us_mean']:.2f} | {r['load_us_p50']:.2f} | {r['load_us_p90']:.2f} | {r['load_us_p99']:.2f} | {r['pool_bytes_per_stored_page']:.0f} | {ph} |")
+EOF
+}
+
+# run_micro_kernel MIB ROUNDS: micro's loads served by kernel zswap (lzo,
+# vm.page-cluster 0: one page a fault, as zswapd serves them), in this run;
+# the memory pushed out before each round by the cgroup's limit forced down,
+# then lifted.  Its JSON in $TMP/micro.kernel.json, and a row in micro.md.
+run_micro_kernel() {
+	local mib=$1 rounds=$2 fifo=$TMP/micro.in pool=0 stored=0 r res
+	SIZE=$mib
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	kernel_setup zswap $((2 * mib))
+	PAGECLUSTER_SAVED=$(cat /proc/sys/vm/page-cluster)
+	state_add "pagecluster $PAGECLUSTER_SAVED"
+	echo 0 >/proc/sys/vm/page-cluster
+	rm -f "$fifo"
+	mkfifo "$fifo"
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$B/micro" "$mib" "$rounds" kernel \
+		<"$fifo" >"$TMP/micro.kernel.json" 2>"$TMP/micro.kernel.err" 9>&- &
+	WPID=$!
+	state_add "pid $WPID $B/micro"
+	exec 8>"$fifo"
+	for r in $(seq "$rounds"); do
+		for _ in $(seq 600); do
+			[ "$(grep -c 'push out' "$TMP/micro.kernel.err")" -ge "$r" ] && break
+			alive "$WPID" || break
+			sleep 0.1
+		done
+		echo $((16 << 20)) >"$CG/memory.limit_in_bytes" 2>/dev/null || true
+		echo -1 >"$CG/memory.limit_in_bytes"
+		if [ "$r" -eq 1 ] && [ -d "$DEBUGFS/zswap" ]; then
+			pool=$(cat "$DEBUGFS/zswap/pool_total_size")
+			stored=$(cat "$DEBUGFS/zswap/stored_pages")
+		fi
+		echo >&8
+	done
+	exec 8>&-
+	wait "$WPID" || echo "bench: micro under kernel zswap failed: $(tail -n 3 "$TMP/micro.kernel.err")" >&2
+	state_drop_pid "$WPID"
+	WPID=
+	pagecluster_restore
+	kernel_teardown
+	rm -f "$SWAPFILE"
+	res=$(cat "$TMP/micro.kernel.json")
+	echo "kernel zswap lzo: $res"
+	[ -n "$res" ] || return 0
+	printf ',{"compressor":"kernel zswap lzo, page-cluster 0","host":"%s","date":"%s","pool_total_size":%s,"stored_pages":%s,"result":%s}' \
+		"$host" "$stamp" "$pool" "$stored" "$res" >>"$OUT/micro.json"
+	python3 - "$res" "$pool" "$stored" >>"$OUT/micro.md" <<'EOF'
+import json, sys
+r, pool, stored = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+per = f"{pool / stored:.0f}" if stored else "—"
+print(f"| kernel zswap lzo, page-cluster 0 (this run) | — | {r['load_us_mean']:.2f} | {r['load_us_p50']:.2f} | {r['load_us_p90']:.2f} | {r['load_us_p99']:.2f} | {per} | — | — | — |")
 EOF
 }
 
@@ -395,8 +461,8 @@ run_micro() {
 	local MIB=256 ROUNDS=3 json=$OUT/micro.json first=1 c res
 	[ $QUICK -eq 1 ] && MIB=64 ROUNDS=2
 	echo "[" >"$json"
-	printf '\n| compressor | store µs/page | load µs mean | p50 | p90 | p99 | pool bytes/page |\n' >"$OUT/micro.md"
-	printf '|---|---|---|---|---|---|---|\n' >>"$OUT/micro.md"
+	printf '\n| compressor | store µs/page | load µs mean | p50 | p90 | p99 | pool bytes/page | in zswapd µs/load | decompress | map |\n' >"$OUT/micro.md"
+	printf '|---|---|---|---|---|---|---|---|---|---|\n' >>"$OUT/micro.md"
 	for c in lzo lz4 zstd; do
 		start_daemon "$c"
 		res=$(LD_PRELOAD=$B/libzswap.so "$B/micro" $MIB $ROUNDS)
@@ -417,12 +483,14 @@ run_micro() {
 	printf ',{"compressor":"lzo, recompressed with zstd","host":"%s","date":"%s","result":%s}' \
 		"$host" "$stamp" "$res" >>"$json"
 	micro_row "zswapd lzo, recompressed by zstd (1 round)" "$res"
+	if kernel_cases_possible; then
+		run_micro_kernel "$MIB" "$ROUNDS"
+	else
+		echo "bench: $KERNEL_SKIP" >&2
+	fi
 	echo "]" >>"$json"
-	# Not measured here: kernel zswap's own figures, measured by hand on
-	# the two machine kinds (see the header), for comparison.
-	printf '| kernel zswap lzo, KVM guest (measured apart) | 7.6 | 7.9 | | | 15.7 | ≈2500 |\n' >>"$OUT/micro.md"
-	printf '| kernel zswap lzo, PVM guest (measured apart) | | | 20 | | 47-49 | |\n' >>"$OUT/micro.md"
-	printf '\nKernel zswap rows: not measured by this run, but by hand on each machine kind: kernel zswap lzo, the memory cgroup limit forced down to push 64 MiB out (store), then vm.page-cluster = 0 and a first touch of each page in random order (load).\n' >>"$OUT/micro.md"
+	printf '\nin zswapd µs/load: from its read of the fault to the wake (fault_stall_usec over loads), of which decompress (load_decompress_nsec) and map (UFFDIO_COPY, load_map_nsec); the rest of a load (mean less this) is the kernel'"'"'s: the fault delivered, the daemon woken, the thread woken and back.\n' >>"$OUT/micro.md"
+	printf '\nKernel zswap row: the same program and loads, in this run, with the process in a cgroup v1 memory cgroup, its memory pushed out before each round by the limit forced down to 16 MiB and lifted, vm.page-cluster = 0 (one page a fault, as zswapd serves them) and kernel zswap lzo; no store figure (the kernel stores under the limit, untimed); pool bytes/page from debugfs zswap after the first push.\n' >>"$OUT/micro.md"
 	printf '\n%s, %s MiB x %s rounds, `make bench%s`\n' "$host" "$MIB" "$ROUNDS" \
 		"$([ $QUICK -eq 1 ] && echo -quick)" >>"$OUT/micro.md"
 	cat "$OUT/micro.md"
@@ -1490,6 +1558,97 @@ run_redis() {
 	fi
 }
 
+# ---------------------------------------------------------------- scan
+# run_scan_case NAME MODE [CONF]: one pass over S MiB read in address order
+# after every page of it was pushed out; raw figures left in $CASE.
+run_scan_case() {
+	local name=$1 mode=$2 conf=${3:-} rc=0 status=ok usage stage=start-up
+	local -a wl=("$B/workload" --size "$SIZE" --accesses $((SIZE * 256)) --warmup 0
+		--pattern sequential --write-pct 0 --handshake --json)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/scases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] scan: $name" >&2
+	case $mode in
+	swap | zswap)
+		kernel_setup "$mode" $((2 * SIZE))
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${wl[@]}" \
+			>"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- & ;;
+	zswapd)
+		start_daemon lzo "$conf"
+		LD_PRELOAD=$B/libzswap.so "${wl[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- & ;;
+	esac
+	WPID=$!
+	state_add "pid $WPID $B/workload"
+	if wait_phase 1 60 && kill -USR1 "$WPID" && stage=fill && wait_phase 2 300 && stage="push out"; then
+		# Every page out: zswapd's reclaim of all of it, or the cgroup's
+		# limit forced down, then lifted (the pass must not evict).
+		if [ "$mode" = zswapd ]; then
+			"$B/zswapctl" reclaim "$WPID" "${SIZE}M" >"$CASE/reclaim.txt"
+		else
+			echo $((16 << 20)) >"$CG/memory.limit_in_bytes" 2>/dev/null || true
+			usage=$(cat "$CG/memory.usage_in_bytes")
+			echo "usage after the push: $((usage >> 20)) MiB" >"$CASE/reclaim.txt"
+			echo -1 >"$CG/memory.limit_in_bytes"
+		fi
+		stage=pass
+		snapshot w && kill -USR1 "$WPID" && wait_phase 3 600 && snapshot m && kill -USR1 "$WPID"
+		for _ in $(seq 3000); do alive "$WPID" || break; sleep 0.1; done
+	fi
+	if alive "$WPID"; then
+		kill -KILL "$WPID"
+		status="stuck in $stage, killed"
+	fi
+	wait "$WPID" 2>/dev/null || rc=$?
+	state_drop_pid "$WPID"
+	WPID=
+	if [ "$status" = ok ] && [ $rc -ne 0 ]; then
+		status=$([ $rc -eq 1 ] && echo CORRUPT || echo "failed (exit $rc)")
+	fi
+	case_end "$mode" "scan $name" "$status" "$CASE/workload.err"
+	printf 'name=%s\nmode=%s\nround=%s\nstatus=%s\n' "$name" "$mode" "$ROUND" "$CASE_STATUS" >"$CASE/meta"
+	echo "bench:   $CASE_STATUS" >&2
+}
+
+# scan: S MiB of the page mix, every page pushed out, then read back in one
+# pass in address order (workload --pattern sequential, one read a page):
+# what prefetch saves a process that walks its cold memory (a scan, a
+# collector, a copy).  zswapd lzo with prefetch (prefetch_pages = 16, the
+# default) and without (0), kernel zswap lzo and kernel swap with the
+# machine's vm.page-cluster, BENCH_ROUNDS (3) rounds, one case after the
+# other in each; medians.  S = 256 MiB (--quick 64).  -> scan.{json,md}
+run_scan() {
+	local rounds=${BENCH_ROUNDS:-3} load cmd m modes="zswapd-prefetch zswapd-none"
+	SIZE=${BENCH_SIZE_MIB:-256}
+	[ $QUICK -eq 1 ] && SIZE=${BENCH_SIZE_MIB:-64}
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	ZSWAP_POOL_PCT= HAVE_LIMIT=1 FAILED=0 NCASE=0
+	if kernel_cases_possible; then modes="$modes zswap swap"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$((rounds * $(echo $modes | wc -w)))
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	printf 'max_pool_bytes = %sM\n' "$SIZE" >"$TMP/scan-on.conf"
+	printf 'max_pool_bytes = %sM\nprefetch_pages = 0\n' "$SIZE" >"$TMP/scan-off.conf"
+	for ROUND in $(seq "$rounds"); do
+		for m in $modes; do
+			case $m in
+			zswapd-prefetch) run_scan_case "zswapd lzo, prefetch_pages = 16" zswapd "$TMP/scan-on.conf" ;;
+			zswapd-none) run_scan_case "zswapd lzo, prefetch_pages = 0" zswapd "$TMP/scan-off.conf" ;;
+			zswap) run_scan_case "kernel zswap lzo, page-cluster $(cat /proc/sys/vm/page-cluster)" zswap ;;
+			swap) run_scan_case "kernel swap, page-cluster $(cat /proc/sys/vm/page-cluster)" swap ;;
+			esac
+		done
+	done
+	rm -f "$SWAPFILE"
+	cmd=$(bench_command "$@")
+	python3 "$ROOT/tests/bench/report.py" --scan --cases "$TMP/scases" --out "$OUT" \
+		--host "$host" --command "$cmd" --date "$stamp" --load "$load" --size "$SIZE" \
+		--seconds 0 --warmup 0
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a scan lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
 # ---------------------------------------------------------------- unmap
 run_unmap() {
 	local res
@@ -1568,4 +1727,5 @@ if want unmap; then run_unmap; fi
 if want pairs; then run_pairs "$@"; fi
 if want squeeze; then run_squeeze "$@"; fi
 if want proactive; then run_proactive "$@"; fi
+if want scan; then run_scan "$@"; fi
 exit 0
