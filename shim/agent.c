@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -630,19 +629,5 @@ static void *agent_main(void *arg)
 
 int shim_agent_start(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-	int r;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setstack(&attr, shim.area, SHIM_AGENT_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* Created with every signal blocked, so none is ever delivered to it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&tid, &attr, agent_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return r;
+	return shim_thread_start(shim.area, SHIM_AGENT_STACK, agent_main);
 }

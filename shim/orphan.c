@@ -34,7 +34,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -250,20 +249,7 @@ static void *shim_watch_main(void *arg)
 
 int shim_watch_start(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-	int r;
-
 	if (shim.daemon_pidfd < 0)
 		return -ENOENT;
-	pthread_attr_init(&attr);
-	pthread_attr_setstack(&attr, shim.area + SHIM_WATCH_STACK_AT, SHIM_WATCH_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&tid, &attr, shim_watch_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return r;
+	return shim_thread_start(shim.area + SHIM_WATCH_STACK_AT, SHIM_WATCH_STACK, shim_watch_main);
 }

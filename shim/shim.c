@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,25 @@ static int shim_daemon_pidfd(void)
 	if (getsockopt(shim.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
 		return -1;
 	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
+}
+
+int shim_thread_start(void *stack, size_t size, void *(*fn)(void *))
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, stack, size);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Created with every signal blocked, so none is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&tid, &attr, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return r;
 }
 
 /* The agent, then its watcher; the process runs on without the latter. */

@@ -44,6 +44,8 @@ struct shim {
 extern struct shim shim;
 
 __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
+/* A detached thread on the given stack (in the agent's area), every signal blocked. */
+int shim_thread_start(void *stack, size_t size, void *(*fn)(void *));
 int shim_agent_start(void);
 /* The thread that notices zswapd's death; -ENOENT without a pidfd of it. */
 int shim_watch_start(void);

@@ -359,6 +359,21 @@ static void *tw_writer(void *arg)
 	return NULL;
 }
 
+/* Whether page p of tw_mem is its fill (seed) with the writers' last writes in it. */
+static bool tw_page_ok(size_t p, uint64_t seed)
+{
+	uint8_t want[PAGE];
+
+	fill_page(want, seed, p);
+	for (unsigned t = 0; p < tw_npages && t < NWRITERS; t++) {
+		uint64_t v = tw_shadow[p * NWRITERS + t];
+
+		if (v)
+			memcpy(want + t * 64, &v, 8);
+	}
+	return memcmp(tw_mem + p * PAGE, want, PAGE) == 0;
+}
+
 static int t_threads(int argc, char **argv)
 {
 	pthread_t th[NWRITERS];
@@ -383,16 +398,7 @@ static int t_threads(int argc, char **argv)
 	for (unsigned t = 0; t < NWRITERS; t++)
 		pthread_join(th[t], NULL);
 	for (size_t p = 0; p < tw_npages; p++) {
-		uint8_t want[PAGE];
-
-		fill_page(want, 3, p);
-		for (unsigned t = 0; t < NWRITERS; t++) {
-			uint64_t v = tw_shadow[p * NWRITERS + t];
-
-			if (v)
-				memcpy(want + t * 64, &v, 8);
-		}
-		if (memcmp(tw_mem + p * PAGE, want, PAGE)) {
+		if (!tw_page_ok(p, 3)) {
 			if (bad < 5)
 				fprintf(stderr, "threads: page %zu lost a write\n", p);
 			bad++;
@@ -1347,16 +1353,7 @@ static int t_orphan(int argc, char **argv)
 	       forks, ok, loud, wrong);
 	CHECK(wrong == 0, "%u children read a wrong page", wrong);
 	for (size_t p = 0; p < npages; p++) {
-		uint8_t want[PAGE];
-
-		fill_page(want, 21, p);
-		for (unsigned t = 0; p < tw_npages && t < NWRITERS; t++) {
-			uint64_t v = tw_shadow[p * NWRITERS + t];
-
-			if (v)
-				memcpy(want + t * 64, &v, 8);
-		}
-		if (memcmp(tw_mem + p * PAGE, want, PAGE)) {
+		if (!tw_page_ok(p, 21)) {
 			if (bad < 5)
 				fprintf(stderr, "orphan: page %zu differs\n", p);
 			bad++;
