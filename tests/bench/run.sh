@@ -6,7 +6,7 @@
 # table: docs/benchmarks.md.
 #
 #   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]
-#                      [squeeze] [proactive] [scan]
+#                      [squeeze] [proactive] [scan] [pyheap]
 #
 # Output: $BENCH_OUT if set, else ${BUILD:-build}/bench under the repository
 # (created if missing), a NAME.json, NAME.md (and for some a NAME.png) per
@@ -110,6 +110,13 @@
 #          rounds, medians.  S = 256 MiB (--quick 64).  Not in `make bench`
 #          (about 5 minutes).  -> scan.{json,md}
 #
+# pyheap:  a Python program with a large heap (tests/bench/pyheap.py, 1.2 M
+#          records, about 520 MiB) under a 256 MiB budget: random lookups and
+#          updates for 30 s, a full gc.collect() every 5 s (the heap walked);
+#          all in RAM, kernel swap, kernel zswap lzo, zswapd lzo with prefetch
+#          and without, every record checked.  Not in `make bench` (about 5
+#          minutes).  -> pyheap.{json,md}
+#
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there, a directory per part
@@ -135,8 +142,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive | scan) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive] [scan]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive | scan | pyheap) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -369,7 +376,7 @@ case_end() {  # MODE NAME STATUS LOG...
 	fi
 	case $mode in swap | zswap) kernel_teardown ;; esac
 	case $CASE_STATUS in
-	ok | OOM-killed*) ;;
+	ok | OOM-killed* | "no progress, killed") ;;
 	*)
 		FAILED=1
 		echo "bench: !!!!! $name: $CASE_STATUS !!!!!" >&2
@@ -1559,10 +1566,29 @@ run_redis() {
 }
 
 # ---------------------------------------------------------------- scan
+# case_reap STAGE: the end of a case's program ($WPID), killed if it still
+# runs ("stuck in STAGE, killed"); if STATUS was ok, its exit code judged:
+# 1 is CORRUPT (it found a wrong page or record), another "failed (exit N)".
+# Sets STATUS and RC.
+case_reap() {
+	RC=0
+	if alive "$WPID"; then
+		kill -KILL "$WPID"
+		STATUS="stuck in $1, killed"
+	fi
+	wait "$WPID" 2>/dev/null || RC=$?
+	state_drop_pid "$WPID"
+	WPID=
+	if [ "$STATUS" = ok ] && [ $RC -ne 0 ]; then
+		STATUS=$([ $RC -eq 1 ] && echo CORRUPT || echo "failed (exit $RC)")
+	fi
+}
+
 # run_scan_case NAME MODE [CONF]: one pass over S MiB read in address order
 # after every page of it was pushed out; raw figures left in $CASE.
 run_scan_case() {
-	local name=$1 mode=$2 conf=${3:-} rc=0 status=ok usage stage=start-up
+	local name=$1 mode=$2 conf=${3:-} usage stage=start-up
+	STATUS=ok
 	local -a wl=("$B/workload" --size "$SIZE" --accesses $((SIZE * 256)) --warmup 0
 		--pattern sequential --write-pct 0 --handshake --json)
 	NCASE=$((NCASE + 1))
@@ -1595,17 +1621,8 @@ run_scan_case() {
 		snapshot w && kill -USR1 "$WPID" && wait_phase 3 600 && snapshot m && kill -USR1 "$WPID"
 		for _ in $(seq 3000); do alive "$WPID" || break; sleep 0.1; done
 	fi
-	if alive "$WPID"; then
-		kill -KILL "$WPID"
-		status="stuck in $stage, killed"
-	fi
-	wait "$WPID" 2>/dev/null || rc=$?
-	state_drop_pid "$WPID"
-	WPID=
-	if [ "$status" = ok ] && [ $rc -ne 0 ]; then
-		status=$([ $rc -eq 1 ] && echo CORRUPT || echo "failed (exit $rc)")
-	fi
-	case_end "$mode" "scan $name" "$status" "$CASE/workload.err"
+	case_reap "$stage"
+	case_end "$mode" "scan $name" "$STATUS" "$CASE/workload.err"
 	printf 'name=%s\nmode=%s\nround=%s\nstatus=%s\n' "$name" "$mode" "$ROUND" "$CASE_STATUS" >"$CASE/meta"
 	echo "bench:   $CASE_STATUS" >&2
 }
@@ -1645,6 +1662,103 @@ run_scan() {
 		--seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a scan lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------- pyheap
+# run_pyheap_case NAME MODE [CONF]: tests/bench/pyheap.py under MODE at the
+# budget PBUDGET, raw figures left in $CASE for report.py --pyheap.
+run_pyheap_case() {
+	local name=$1 mode=$2 conf=${3:-} limit=0 stage=start-up
+	STATUS=ok
+	local -a prog=(/usr/bin/python3 "$ROOT/tests/bench/pyheap.py" "$PKEYS" "$PSECS" 5)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/pcases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] pyheap: $name" >&2
+	case $mode in
+	ram) "${prog[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- & ;;
+	swap | zswap)
+		kernel_setup "$mode" "$PBUDGET"
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${prog[@]}" \
+			>"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- & ;;
+	zswapd)
+		limit=$PBUDGET
+		start_daemon lzo "$conf"
+		LD_PRELOAD=$B/libzswap.so "${prog[@]}" >"$CASE/workload.json" 2>"$CASE/workload.err" 9>&- & ;;
+	esac
+	WPID=$!
+	state_add "pid $WPID /usr/bin/python3"
+	# The limit before the heap grows, as the cgroup's is: as soon as the
+	# shim has registered the interpreter.
+	if [ "$mode" = zswapd ]; then
+		for _ in $(seq 250); do
+			"$B/zswapctl" limit "$WPID" "${limit}M" >"$CASE/limit.txt" 2>&1 && break
+			sleep 0.02
+		done
+	fi
+	if { [ "$mode" != zswapd ] || grep -qv "^zswapctl:" "$CASE/limit.txt"; } &&
+		stage=build && wait_phase 1 600 && snapshot w && kill -USR1 "$WPID" &&
+		stage="measured window" && wait_phase 2 $((PSECS + 300)) && snapshot m &&
+		lift_limit "$mode" && kill -USR1 "$WPID"; then
+		stage=verification
+		for _ in $(seq 6000); do alive "$WPID" || break; sleep 0.1; done
+	fi
+	case_reap "$stage"
+	# A kernel case that stops making progress is the kernel's result, not
+	# the benchmark's failure: kernel zswap on cgroup v1 filled its cgroup
+	# with swap cache (RSS 4 KiB) and did 23 swap-ins a second.
+	case $mode:$STATUS in swap:stuck* | zswap:stuck*) STATUS="no progress, killed" ;; esac
+	if [ $RC -eq 137 ] && [ -n "$CG" ] &&
+		[ "$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")" -gt 0 ]; then
+		STATUS=OOM-killed
+	fi
+	case_end "$mode" "pyheap $name" "$STATUS" "$CASE/workload.err"
+	printf 'name=%s\nmode=%s\nbudget_mib=%s\nlimit_mib=%s\nstatus=%s\n' "$name" "$mode" \
+		"$([ "$mode" = ram ] || echo "$PBUDGET")" "$limit" "$CASE_STATUS" >"$CASE/meta"
+	echo "bench:   $CASE_STATUS" >&2
+}
+
+# pyheap: a Python program with a large heap (tests/bench/pyheap.py:
+# 1.2 M records, about 520 MiB) and a budget of half of it (256 MiB; the
+# cgroup's limit, `zswapctl limit`), random lookups and updates for 30 s
+# with a full gc.collect() every 5 s, which walks the whole heap; every
+# record checked at the end.  Cases: all in RAM, kernel swap, kernel zswap
+# lzo, zswapd lzo with prefetch and without.  --quick: 300 k records,
+# 64 MiB.  -> pyheap.{json,md}
+run_pyheap() {
+	local load cmd m modes="ram zswapd-prefetch zswapd-none"
+	PKEYS=1200000 PBUDGET=256 PSECS=30
+	[ $QUICK -eq 1 ] && PKEYS=300000 PBUDGET=64 PSECS=10
+	if [ ! -x /usr/bin/python3 ]; then
+		echo "bench: no /usr/bin/python3: pyheap skipped" >&2
+		return 0
+	fi
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	ZSWAP_POOL_PCT= HAVE_LIMIT=1 FAILED=0 NCASE=0
+	SIZE=$((2 * PBUDGET + PBUDGET / 4))   # what the kernel's swap file and pool must hold
+	if kernel_cases_possible; then modes="ram swap zswap zswapd-prefetch zswapd-none"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(echo $modes | wc -w)
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	printf 'max_pool_bytes = %sM\n' $((4 * PBUDGET)) >"$TMP/pyheap-on.conf"
+	printf 'max_pool_bytes = %sM\nprefetch_pages = 0\n' $((4 * PBUDGET)) >"$TMP/pyheap-off.conf"
+	for m in $modes; do
+		case $m in
+		ram) run_pyheap_case "all in RAM" ram ;;
+		swap) run_pyheap_case "kernel swap" swap ;;
+		zswap) run_pyheap_case "kernel zswap lzo" zswap ;;
+		zswapd-prefetch) run_pyheap_case "zswapd lzo" zswapd "$TMP/pyheap-on.conf" ;;
+		zswapd-none) run_pyheap_case "zswapd lzo, prefetch_pages = 0" zswapd "$TMP/pyheap-off.conf" ;;
+		esac
+	done
+	rm -f "$SWAPFILE"
+	cmd=$(bench_command "$@")
+	python3 "$ROOT/tests/bench/report.py" --pyheap --cases "$TMP/pcases" --out "$OUT" \
+		--host "$host, $(/usr/bin/python3 --version)" --command "$cmd" --date "$stamp" \
+		--load "$load" --size 0 --budget "$PBUDGET" --keys "$PKEYS" --seconds "$PSECS" --warmup 0
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a pyheap run lost or corrupted data, or did not finish (see above)" >&2
 		return 1
 	fi
 }
@@ -1728,4 +1842,5 @@ if want pairs; then run_pairs "$@"; fi
 if want squeeze; then run_squeeze "$@"; fi
 if want proactive; then run_proactive "$@"; fi
 if want scan; then run_scan "$@"; fi
+if want pyheap; then run_pyheap "$@"; fi
 exit 0
