@@ -90,7 +90,8 @@ static long agent_atol(const char *p)
 }
 
 /* The CPU the app's thread last ran on, if the app has one thread besides
- * us; -1 otherwise (or if /proc cannot tell: no /proc, no descriptor left). */
+ * us and the watcher; -1 otherwise (or if /proc cannot tell: no /proc, no
+ * descriptor left). */
 static long agent_app_cpu(void)
 {
 	char buf[1024];
@@ -117,7 +118,7 @@ static long agent_app_cpu(void)
 		if (++field == 20)
 			threads = agent_atol(p + 1);
 		else if (field == 39)
-			return threads == 2 ? agent_atol(p + 1) : -1;
+			return threads == (shim.watch_fd >= 0 ? 3 : 2) ? agent_atol(p + 1) : -1;
 	}
 	return -1;
 }
@@ -618,7 +619,7 @@ static void *agent_main(void *arg)
 	/* zswapd died holding our pages (orphan.c).  With a watcher, it
 	 * settles what follows; it may already be at it. */
 	__atomic_store_n(&shim.agent_state, SHIM_AGENT_GONE, __ATOMIC_RELEASE);
-	if (shim.daemon_pidfd < 0)
+	if (shim.watch_fd < 0)
 		shim_orphan_serve();
 	/* Never returns: libc's thread exit frees our thread's state from
 	 * the app's heap, where a page may be gone with zswapd.  Every signal

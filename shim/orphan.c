@@ -226,7 +226,7 @@ void shim_orphan_serve(void)
 
 static void *shim_watch_main(void *arg)
 {
-	struct pollfd pfd = { .fd = shim.daemon_pidfd, .events = POLLIN };
+	struct pollfd pfd = { .fd = shim.watch_fd, .events = POLLIN };
 	struct timespec ts = { 0, 10000000 };
 	uint64_t start;
 
@@ -235,7 +235,8 @@ static void *shim_watch_main(void *arg)
 		if (errno != EINTR && errno != EAGAIN)
 			return NULL;
 	/* zswapd has exited.  After a stop it said ZS_BYE first, and the
-	 * agent, reading it, has let the uffd go: nothing to do. */
+	 * agent, reading it, has let the uffd go: nothing to do.  If it died
+	 * before we were registered, there is no uffd to serve either. */
 	start = shim_now_usec();
 	while (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_RUNNING &&
 	       shim_now_usec() - start < ORPHAN_AGENT_GRACE_USEC)
@@ -249,7 +250,7 @@ static void *shim_watch_main(void *arg)
 
 int shim_watch_start(void)
 {
-	if (shim.daemon_pidfd < 0)
+	if (shim.watch_fd < 0)
 		return -ENOENT;
 	return shim_thread_start(shim.area + SHIM_WATCH_STACK_AT, SHIM_WATCH_STACK, shim_watch_main);
 }

@@ -44,7 +44,7 @@
 
 #define SHIM_HANDSHAKE_TIMEOUT_SEC 5
 
-struct shim shim = { .sock = -1, .uffd = -1, .daemon_pidfd = -1 };
+struct shim shim = { .sock = -1, .uffd = -1, .watch_fd = -1 };
 
 void shim_log(const char *fmt, ...)
 {
@@ -137,11 +137,9 @@ static void shim_teardown(void)
 		close(shim.sock);
 	if (shim.uffd >= 0)
 		close(shim.uffd);
-	if (shim.daemon_pidfd >= 0)
-		close(shim.daemon_pidfd);
 	if (shim.staging)
 		munmap(shim.staging, shim.staging_len + SHIM_PAGE);
-	shim.sock = shim.uffd = shim.daemon_pidfd = -1;
+	shim.sock = shim.uffd = -1;
 	shim.staging = NULL;
 	shim.agent_state = SHIM_AGENT_RUNNING;
 }
@@ -149,9 +147,9 @@ static void shim_teardown(void)
 /*
  * A pidfd of the zswapd at the other end of our connection, for the
  * watcher (orphan.c); -1 if there is none to have (zswapd in another pid
- * namespace: the agent then watches the connection alone).  Taken once
- * registered: had zswapd died before, and its pid been reused, the
- * connection would have said so first.
+ * namespace: the agent then watches the connection alone).  Taken right
+ * after connecting: had zswapd died since, and its pid been reused within
+ * that moment, the registration would still fail on the closed connection.
  */
 static int shim_daemon_pidfd(void)
 {
@@ -161,6 +159,24 @@ static int shim_daemon_pidfd(void)
 	if (getsockopt(shim.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
 		return -1;
 	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
+}
+
+/*
+ * Starts the watcher, right after connecting and before registering: from
+ * the registration on, what we do ourselves (pthread_create() for the
+ * agent: the thread list, the dynamic linker's allocations) may fault on a
+ * page only zswapd can give back (a forked child's inherited ones), and if
+ * zswapd dies then, only the watcher ends the wait.  Its pidfd is its own:
+ * a teardown leaves it, and the watcher, if zswapd dies, finds nothing to
+ * serve and parks.  The process runs on without a watcher.
+ */
+static void shim_watch_begin(void)
+{
+	shim.watch_fd = shim_daemon_pidfd();
+	if (shim.watch_fd >= 0 && shim_watch_start() < 0) {
+		close(shim.watch_fd);
+		shim.watch_fd = -1;
+	}
 }
 
 int shim_thread_start(void *stack, size_t size, void *(*fn)(void *))
@@ -182,20 +198,6 @@ int shim_thread_start(void *stack, size_t size, void *(*fn)(void *))
 	return r;
 }
 
-/* The agent, then its watcher; the process runs on without the latter. */
-static int shim_threads_start(void)
-{
-	int r = shim_agent_start();
-
-	if (r < 0)
-		return r;
-	shim.daemon_pidfd = shim_daemon_pidfd();
-	if (shim.daemon_pidfd >= 0 && shim_watch_start() < 0) {
-		close(shim.daemon_pidfd);
-		shim.daemon_pidfd = -1;
-	}
-	return 0;
-}
 
 /* The first registration of this mm. */
 static int shim_register(void)
@@ -315,15 +317,19 @@ static void shim_atfork_child(void)
 
 	if (shim.sock < 0)
 		return;
-	/* The parent's connection, uffd and staging are not ours. */
+	/* The parent's connection, uffd, staging and watcher are not ours. */
 	shim_teardown();
+	if (shim.watch_fd >= 0)
+		close(shim.watch_fd);
+	shim.watch_fd = -1;
 	r = shim_connect();
 	if (r < 0)
 		goto fail;
 	shim.sock = r;
+	shim_watch_begin();
 	r = shim_register_child();
 	if (r == 0)
-		r = shim_threads_start();
+		r = shim_agent_start();
 	if (r == 0)
 		return;
 fail:
@@ -356,10 +362,11 @@ __attribute__((constructor)) static void shim_init(void)
 	shim.beacon = shim.area + SHIM_AGENT_AREA;
 	/* The beacon must stay an empty page: never let THP fill it in. */
 	madvise(shim.beacon, SHIM_PAGE, MADV_NOHUGEPAGE);
+	shim_watch_begin();
 	r = shim_register();
 	if (r < 0)
 		goto fail;
-	r = shim_threads_start();
+	r = shim_agent_start();
 	if (r < 0)
 		goto fail;
 	pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);

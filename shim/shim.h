@@ -37,7 +37,7 @@ struct shim {
 	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
 	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
 	bool follow;	   /* run the agent on the app's CPU (ZS_READY_FOLLOW) */
-	int daemon_pidfd;  /* zswapd's, for the watcher; -1 if it cannot have one */
+	int watch_fd;	   /* the watcher's pidfd of zswapd, its own; -1: no watcher */
 	uint32_t agent_state; /* SHIM_AGENT_*, atomic */
 };
 

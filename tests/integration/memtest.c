@@ -1125,7 +1125,7 @@ static int t_follow(int argc, char **argv)
 		CHECK(pipe(pfd) == 0, "pipe: %m");
 		CHECK(pthread_create(&extra, NULL, sleeper, &pfd[0]) == 0, "pthread_create");
 	}
-	/* ours, the agent and any runtime thread (ThreadSanitizer's) */
+	/* ours, the agent, the watcher and any runtime thread (ThreadSanitizer's) */
 	printf("threads: %ld\n", self_status("Threads: %ld"));
 	CHECK(reclaim_self(16 * MIB) > 0, "nothing evicted");
 	if (two) {

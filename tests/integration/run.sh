@@ -1052,8 +1052,11 @@ t_agent_follow() {
 	# One command per check: set -e ignores a failure before the last &&.
 	[ "${one[0]}" -gt 0 ]
 	[ "${two[0]}" -gt 0 ]
+	# Without a sanitizer's thread, exactly those three: a thread the shim
+	# adds must be counted by agent_app_cpu() too, or following stops unseen.
+	[ -n "${SANITIZE:-}" ] || [ "${one[2]}" = 3 ]
 	[ "${off[0]}" -gt 0 ]
-	if [ "${one[2]}" = 2 ]; then
+	if [ "${one[2]}" = 3 ]; then # the app's, the agent and the watcher
 		[ "${one[1]}" = "${one[0]}" ]
 	else
 		[ "${one[1]}" = 0 ]
