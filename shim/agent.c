@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
@@ -595,6 +596,8 @@ static void *agent_main(void *arg)
 
 	(void)arg;
 	agent_pid = (pid_t)syscall(SYS_getpid);
+	/* So that top -H, a debugger and the tests can tell it from the app's. */
+	syscall(SYS_prctl, PR_SET_NAME, "zswap-agent", 0UL, 0UL, 0UL);
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -231,6 +232,7 @@ static void *shim_watch_main(void *arg)
 	uint64_t start;
 
 	(void)arg;
+	syscall(SYS_prctl, PR_SET_NAME, "zswap-watch", 0UL, 0UL, 0UL);
 	while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
 		if (errno != EINTR && errno != EAGAIN)
 			return NULL;

@@ -1048,7 +1048,8 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-/* Our other thread, when we have exactly one (the agent), or 0. */
+/* The agent's thread id, when the shim's threads (the agent, the watcher:
+ * comm "zswap-*") are our only others; 0 otherwise. */
 static pid_t agent_tid(void)
 {
 	DIR *dir = opendir("/proc/self/task");
@@ -1058,15 +1059,26 @@ static pid_t agent_tid(void)
 
 	while (dir && (de = readdir(dir))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
+		char path[64], comm[32] = "";
+		FILE *f;
 
-		if (tid > 0 && tid != self) {
-			found = tid;
-			others++;
+		if (tid <= 0 || tid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
 		}
+		if (strcmp(comm, "zswap-agent\n") == 0)
+			found = tid;
+		else if (strcmp(comm, "zswap-watch\n") != 0)
+			others++;
 	}
 	if (dir)
 		closedir(dir);
-	return others == 1 ? found : 0;
+	return others == 0 ? found : 0;
 }
 
 /*

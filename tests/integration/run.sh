@@ -371,7 +371,7 @@ agent_stop_run() {
 	for _ in $(seq 100); do "$CTL" list | grep -qw "$pid" && break; sleep 0.02; done
 	"$CTL" limit "$pid" 96M >/dev/null
 	sleep 2
-	agent=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n1)
+	agent=$(grep -lx zswap-agent /proc/"$pid"/task/*/comm | cut -d/ -f5)
 	served=$(python3 - "$agent" "$CTL" <<'EOF'
 import ctypes, os, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
