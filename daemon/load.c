@@ -180,27 +180,9 @@ static void load_prefetch(struct target *t, const struct prefetch_window *w)
 	prefetch_installed(&t->prefetch, w, installed, failed ? 0 : marker);
 }
 
-int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch)
+/* load_serve() with the entry at addr already looked up (NULL: none). */
+static int load_serve_entry(struct target *t, uint64_t addr, bool write, struct entry *e)
 {
-	uint64_t pgno = addr >> ZS_PAGE_SHIFT;
-	struct entry *e = idx_lookup(t->idx, pgno);
-	bool pooled = e && e->where != ENTRY_ON_DISK;
-	struct prefetch_window w;
-	int r = load_serve(t, addr, write);
-
-	if (r != 0 || !pooled || t->dead)
-		return r;
-	prefetch_fault(&t->prefetch, pgno, now_usec() / 1000,
-		       may_prefetch ? t->d->cfg.prefetch_pages : 0, &w, &t->d->st.prefetch_hits,
-		       &t->d->st.prefetch_misses);
-	if (w.pages)
-		load_prefetch(t, &w);
-	return r;
-}
-
-int load_serve(struct target *t, uint64_t addr, bool write)
-{
-	struct entry *e = idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT);
 	int r;
 
 	if (!e) {
@@ -244,4 +226,27 @@ int load_serve(struct target *t, uint64_t addr, bool write)
 		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
 		return 0;
 	}
+}
+
+int load_serve(struct target *t, uint64_t addr, bool write)
+{
+	return load_serve_entry(t, addr, write, idx_lookup(t->idx, addr >> ZS_PAGE_SHIFT));
+}
+
+int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch)
+{
+	uint64_t pgno = addr >> ZS_PAGE_SHIFT;
+	struct entry *e = idx_lookup(t->idx, pgno);
+	bool pooled = e && e->where != ENTRY_ON_DISK;
+	struct prefetch_window w;
+	int r = load_serve_entry(t, addr, write, e);
+
+	if (r != 0 || !pooled || t->dead)
+		return r;
+	prefetch_fault(&t->prefetch, pgno, now_usec() / 1000,
+		       may_prefetch ? t->d->cfg.prefetch_pages : 0, &w, &t->d->st.prefetch_hits,
+		       &t->d->st.prefetch_misses);
+	if (w.pages)
+		load_prefetch(t, &w);
+	return r;
 }

@@ -22,10 +22,7 @@ uint64_t now_nsec(void)
 
 uint64_t now_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return now_nsec() / 1000u;
 }
 
 /* Reads a whole (proc) file, NUL-terminated.  /proc files report size 0, so grow. */

@@ -28,7 +28,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -624,11 +623,7 @@ static void *agent_main(void *arg)
 	__atomic_store_n(&shim.agent_state, SHIM_AGENT_GONE, __ATOMIC_RELEASE);
 	if (shim.watch_fd < 0)
 		shim_orphan_serve();
-	/* Never returns: libc's thread exit frees our thread's state from
-	 * the app's heap, where a page may be gone with zswapd.  Every signal
-	 * is blocked, so this sleeps for good. */
-	for (;;)
-		syscall(SYS_pause);
+	shim_park();
 }
 
 int shim_agent_start(void)

@@ -246,7 +246,13 @@ static void *shim_watch_main(void *arg)
 	if (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_BYE)
 		return NULL; /* every page is back: libc's thread exit is safe */
 	shim_orphan_serve(); /* the agent saw the connection close, or is stuck */
-	for (;;) /* as the agent's (agent.c): no thread exit through libc */
+	shim_park();
+}
+
+void shim_park(void)
+{
+	/* Every signal is blocked in the shim's threads: this sleeps for good. */
+	for (;;)
 		syscall(SYS_pause);
 }
 

@@ -49,6 +49,12 @@ int shim_thread_start(void *stack, size_t size, void *(*fn)(void *));
 int shim_agent_start(void);
 /* The thread that notices zswapd's death; -ENOENT without a pidfd of it. */
 int shim_watch_start(void);
+/*
+ * Ends a shim thread once zswapd died, without returning: libc's thread
+ * exit frees the thread's state from the app's heap, where a page may be
+ * gone with zswapd.
+ */
+__attribute__((noreturn)) void shim_park(void);
 /* Settles faults and events once zswapd is dead, for as long as the process lives. */
 void shim_orphan_serve(void);
 /* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
