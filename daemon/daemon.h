@@ -280,6 +280,8 @@ struct target {
 	uint32_t nthrottled, throttled_cap;
 	uint64_t throttled_usec; /* when the oldest was held */
 	bool dead;	      /* mm gone: free at the end of this loop turn */
+	bool forked;	      /* born of UFFD_EVENT_FORK: its uffd is ours alone until a shim claims it */
+	bool unclaimed;	      /* no shim claimed it in time: its pages were brought back (restore.c) */
 	bool drained;	      /* stop: every page is back and registrations are gone */
 	/* per-target figures for `zswapctl list` */
 	uint64_t stores, loads, invalidates, compressed_bytes;
@@ -580,6 +582,7 @@ void restore_finish(struct target *t, int err);
 void restore_forget_conn(struct daemon *d, struct conn *c);
 bool restore_active(const struct daemon *d);
 void restore_continue(struct daemon *d);
+void restore_unclaimed(struct daemon *d);
 
 /* drain.c */
 void drain_begin(struct daemon *d);

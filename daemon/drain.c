@@ -7,13 +7,15 @@
  * finish or are put back from staging, and every registration is removed
  * (UFFDIO_UNREGISTER of the vmas smaps marks "um"/"uw"): a registration that
  * outlived us would leave a first touch in a registered chunk waiting for
- * an answer forever, since the shim keeps its uffd open.  Then ZS_BYE tells
- * the agent the stop was orderly.  The loop keeps serving faults and events
+ * an answer forever, since the shim keeps its uffd open.  The beacon page
+ * is filled first (drain_mark_beacon), for a forked child no shim claimed.
+ * Then ZS_BYE tells the agent the stop was orderly.  The loop keeps serving faults and events
  * throughout, because the apps keep running.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -113,6 +115,24 @@ static void drain_unregister(struct target *t)
 	free(smaps);
 }
 
+/*
+ * Marks the beacon page drained (ZS_BEACON_DRAINED): a forked child whose
+ * shim could not reach us, and finds its registrations gone, knows by it
+ * that we returned its pages before we went.  -EAGAIN: an event first.
+ */
+static int drain_mark_beacon(struct target *t)
+{
+	uint8_t *page = t->d->page_buf;
+	int r;
+
+	if (!t->beacon)
+		return 0;
+	memset(page, 0, ZS_PAGE_SIZE);
+	memcpy(page, ZS_BEACON_DRAINED, sizeof(ZS_BEACON_DRAINED));
+	r = uffd_copy(t->uffd_w.fd, t->beacon, page, true);
+	return r == -EAGAIN ? r : 0; /* present already (EEXIST), or the mm is gone */
+}
+
 /* Returns true when the target needs nothing more. */
 static bool drain_target(struct target *t, uint64_t now)
 {
@@ -127,6 +147,8 @@ static bool drain_target(struct target *t, uint64_t now)
 	}
 	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->nretry ||
 	    t->nthrottled)
+		return false;
+	if (drain_mark_beacon(t) == -EAGAIN)
 		return false;
 	if (t->pid)
 		drain_unregister(t);

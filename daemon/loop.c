@@ -79,6 +79,8 @@ static void loop_housekeeping(struct daemon *d)
 	if (!d->stopping)
 		group_refresh(d);
 	pressure_tick(d);
+	if (!d->stopping)
+		restore_unclaimed(d);
 	/* Empty slabs that sat in the pool's cache through a whole tick go back. */
 	pool_trim(d->pool);
 	notify_watchdog(d);

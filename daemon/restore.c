@@ -10,6 +10,7 @@
  * stays served: a later `limit` or `reclaim` evicts it again.  Operators
  * want this before a latency-critical phase, or before attaching a
  * debugger, whose reads of evicted memory the kernel refuses (EIO).
+ * The same, unasked, for a forked child no shim claimed (restore_unclaimed).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include "log.h"
 
 #define RESTORE_SLICE 64 /* pages per loop turn: a few hundred us */
+/* A forked child's shim claims its uffd within milliseconds of the fork. */
+#define RESTORE_UNCLAIMED_USEC 1000000u
 
 struct restore {
 	struct conn *conn; /* NULL once the requester went away */
@@ -163,5 +166,36 @@ void restore_continue(struct daemon *d)
 			rs->left_at_pass = idx_count(t->idx);
 		if (t->restore)
 			rs->skipped = false;
+	}
+}
+
+/*
+ * A forked child whose shim never claimed it (it could not reach us, or it
+ * forked with a raw clone() and has no shim code running): we hold the only
+ * copy of its uffd.  Were we to die, the kernel would drop its
+ * registrations with that copy, and every page it inherited evicted would
+ * read as zeros.  So its pages come back into it while we live, once, a
+ * second or two after the fork; with no shim it has no agent, and nothing
+ * of it is evicted again.  It costs the child's memory what the fork would
+ * have cost without us.  Once a second, from the housekeeping.
+ */
+void restore_unclaimed(struct daemon *d)
+{
+	uint64_t now = now_usec();
+	int r;
+
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (!t->forked || t->conn || t->unclaimed || t->dead || t->restore ||
+		    now - t->started_usec < RESTORE_UNCLAIMED_USEC)
+			continue;
+		t->unclaimed = true;
+		d->st.unclaimed_children++;
+		/* pid 0: it has not faulted yet, so it never told us its pid */
+		log_warning("pid %d: a forked child no shim claimed: its evicted pages come back, "
+			    "since only zswapd holds its uffd",
+			    (int)t->pid);
+		r = restore_start(t, NULL, 0);
+		if (r < 0)
+			log_warning_errno(r, "pid %d: cannot bring its pages back: %m", (int)t->pid);
 	}
 }

@@ -241,6 +241,7 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 		close(uffd);
 		return r;
 	}
+	child->forked = true;
 	child->features = parent->features;
 	child->beacon = parent->beacon;
 	memcpy(child->excl, parent->excl, sizeof(child->excl));

@@ -56,6 +56,7 @@
  *             write-protection if it set it (which wakes any writer that
  *             waited).
  *
+ *   daemon    fills the beacon page with ZS_BEACON_DRAINED, then unregisters.
  *   daemon -> ZS_BYE     the daemon stopped after faulting every page back.
  *
  * Control (zswapctl): a request gets exactly one reply, same seq:
@@ -132,6 +133,14 @@ struct zs_hello {
 struct zs_uffd {
 	uint64_t beacon; /* one page the daemon keeps registered and empty */
 };
+
+/*
+ * What the beacon page holds once the daemon, stopping, has faulted back
+ * every page of the process: a forked child that finds its registrations
+ * gone tells by it an orderly stop (nothing lost) from a daemon that died
+ * holding its pages (the beacon is still empty).
+ */
+#define ZS_BEACON_DRAINED "zswapd: drained"
 
 /*
  * The staging memfd holds staging_pages pages, then one more page of veto

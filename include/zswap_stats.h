@@ -47,6 +47,7 @@
 	X(targets, GAUGE, DERIVED, "processes served")                                             \
 	X(targets_moving, GAUGE, DERIVED, "of those, with an agent that moves pages out (UFFDIO_MOVE)") \
 	X(zero_fills, COUNTER, FIELD, "faults on never-evicted pages of registered chunks, served zeros") \
+	X(unclaimed_children, COUNTER, FIELD, "forked children no shim claimed: their evicted pages brought back") \
 	X(faults_deferred, COUNTER, FIELD, "faults that waited for an eviction batch")             \
 	X(faults_throttled, COUNTER, FIELD, "of those, waiting because the process was over its limit") \
 	X(stalled_writes, COUNTER, FIELD, "writes let through a batch whose agent stalled")        \

@@ -96,6 +96,13 @@ static void orphan_abort(void)
 	syscall(SYS_exit_group, 128 + SIGABRT);
 }
 
+void shim_die(const char *text, size_t len, uint64_t addr)
+{
+	orphan_say(text, len, addr);
+	orphan_abort();
+	__builtin_unreachable();
+}
+
 /* Sends every thread waiting in a fault of this uffd back to fault again. */
 static void orphan_wake_all(int uffd)
 {

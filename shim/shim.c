@@ -311,6 +311,118 @@ static void shim_atfork_parent(void)
 		__atomic_fetch_sub(&gate[0], 1, __ATOMIC_SEQ_CST);
 }
 
+/* The value of the hex digits at *p, which it moves past them. */
+static uint64_t shim_hex(const char **p)
+{
+	uint64_t v = 0;
+
+	for (;; (*p)++) {
+		char c = **p;
+
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/*
+ * One line of /proc/self/smaps: a vma's first line sets *inside (whether
+ * addr is in it); its VmFlags line says whether that vma is registered
+ * with a uffd ("um"): 1 or 0, or -1 for any other line.
+ */
+static int shim_smaps_line(const char *line, uint64_t addr, bool *inside)
+{
+	static const char flags[] = "VmFlags:";
+	const char *p = line;
+	uint64_t start, end;
+
+	if (strncmp(line, flags, sizeof(flags) - 1) == 0) {
+		if (!*inside)
+			return -1;
+		for (p = line + sizeof(flags) - 1; *p; p++)
+			if (p[0] == ' ' && p[1] == 'u' && p[2] == 'm' && (p[3] == ' ' || !p[3]))
+				return 1;
+		return 0;
+	}
+	start = shim_hex(&p);
+	if (p == line || *p != '-')
+		return -1; /* "Rss:" and the like */
+	p++;
+	end = shim_hex(&p);
+	*inside = start <= addr && addr < end;
+	return -1;
+}
+
+/*
+ * Whether the page at addr is in a vma registered with a uffd, by
+ * /proc/self/smaps: 1 or 0, or -errno if it cannot tell.  Raw system calls
+ * into the agent's message buffer: when the answer is no, pages of the
+ * app's may be lost, libc's among them.
+ */
+static int shim_page_registered(uint64_t addr)
+{
+	char *buf = (char *)shim.area + SHIM_AGENT_STACK;
+	const size_t cap = 65536;
+	size_t have = 0;
+	bool inside = false;
+	int fd, r = -ENOENT;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = syscall(SYS_read, fd, buf + have, cap - 1 - have);
+		char *line = buf, *nl;
+
+		if (n <= 0) {
+			r = n < 0 ? -errno : r;
+			break;
+		}
+		have += (size_t)n;
+		buf[have] = '\0';
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			r = shim_smaps_line(line, addr, &inside);
+			if (r >= 0)
+				goto out;
+			line = nl + 1;
+		}
+		r = -ENOENT;
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+	}
+out:
+	syscall(SYS_close, fd);
+	return r;
+}
+
+/*
+ * A forked child that zswapd does not serve may run on only if its
+ * registrations stand: then whoever holds its uffd, zswapd (which brings
+ * an unclaimed child's pages back: restore_unclaimed) or, once zswapd has
+ * died, our parent's watcher (a SIGBUS at such a page), answers its faults
+ * on the pages it inherited evicted.  Gone, they went with the last copy
+ * of its uffd: zswapd died holding it, and those pages would read as
+ * zeros, unless zswapd stopped in order and returned them first, which
+ * its drain wrote in the beacon page.
+ */
+static void shim_child_check(void)
+{
+	static const char text[] =
+		"libzswap: zswapd died while this process was forked, with the evicted memory "
+		"the child inherited; aborting rather than letting it read zeros";
+	uint64_t beacon = (uint64_t)(uintptr_t)shim.beacon;
+
+	if (shim_page_registered(beacon) != 0)
+		return; /* registered; or we cannot tell, and then we let it be */
+	if (memcmp(shim.beacon, ZS_BEACON_DRAINED, sizeof(ZS_BEACON_DRAINED)) == 0)
+		return;
+	shim_die(text, sizeof(text) - 1, beacon);
+}
+
 static void shim_atfork_child(void)
 {
 	int r;
@@ -333,8 +445,9 @@ static void shim_atfork_child(void)
 	if (r == 0)
 		return;
 fail:
-	shim_log("forked child not served: %s", strerror(-r));
 	shim_teardown();
+	shim_child_check();
+	shim_log("forked child not served: %s", strerror(-r));
 }
 
 __attribute__((constructor)) static void shim_init(void)

@@ -55,6 +55,11 @@ int shim_watch_start(void);
  * gone with zswapd.
  */
 __attribute__((noreturn)) void shim_park(void);
+/*
+ * Says text (len bytes) with addr on stderr and aborts the process, by raw
+ * system calls only: for when pages of the app, libc's included, may be lost.
+ */
+__attribute__((noreturn)) void shim_die(const char *text, size_t len, uint64_t addr);
 /* Settles faults and events once zswapd is dead, for as long as the process lives. */
 void shim_orphan_serve(void);
 /* Monotonic microseconds, by system call (the agent calls nothing of libc's). */

@@ -38,6 +38,9 @@
  *   memtest scan MIB                             evicted memory read in order, then half-written
  *                                                in order, then read in random order (prefetch);
  *                                                "scan: PHASE done", then a line on stdin
+ *   memtest fork-unclaimed MIB                   evict, "evicted", a line on stdin, fork a child
+ *                                                that cannot reach zswapd ("child: PID"), which
+ *                                                reads every page after another line
  *   memtest orphan MIB                           writers, reclaims and forks until SIGUSR1, with
  *                                                zswapd killed meanwhile: each page reads as its
  *                                                data or the process ends loudly, never zeros
@@ -1377,6 +1380,48 @@ static int t_orphan(int argc, char **argv)
 }
 
 /*
+ * A child forked while it cannot reach zswapd (the test moved the socket
+ * away): it never gets the copy of its uffd that zswapd hands a child it
+ * pairs with, so zswapd holds the only one, and had zswapd died then, the
+ * kernel would have dropped the child's registrations: its inherited
+ * evicted pages would read as zeros.  Says "evicted", waits for a line on
+ * stdin, forks ("forked"); the child says "child: PID", waits for another
+ * line (zswapd is killed meanwhile), then reads every page; the parent says
+ * how the child ended ("child: exit N" or "child: signal N").  Also with
+ * childconnect.so, which holds the child's shim before it connects.
+ */
+static int t_fork_unclaimed(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	char line[16];
+	int status = 0;
+	pid_t c;
+
+	fill(m, npages, 23);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	printf("evicted\n");
+	if (!fgets(line, sizeof(line), stdin))
+		return 2;
+	c = fork();
+	if (c == 0) {
+		printf("child: %d\n", (int)getpid());
+		if (!fgets(line, sizeof(line), stdin))
+			_exit(2);
+		verify(m, npages, 23, "child");
+		_exit(failures ? 1 : 0);
+	}
+	printf("forked\n");
+	CHECK(c > 0 && waitpid(c, &status, 0) == c, "fork or wait failed");
+	if (WIFSIGNALED(status))
+		printf("child: signal %d\n", WTERMSIG(status));
+	else
+		printf("child: exit %d\n", WEXITSTATUS(status));
+	return failures ? 1 : 0;
+}
+
+/*
  * Reads evicted memory in address order, then in random order, then
  * overwrites it in address order, each time after a reclaim of all of it,
  * and checks every byte: what prefetch brings back ahead of the faults
@@ -1473,6 +1518,7 @@ int main(int argc, char **argv)
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 		{ "orphan", t_orphan },	  { "scan", t_scan },
+		{ "fork-unclaimed", t_fork_unclaimed },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

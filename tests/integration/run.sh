@@ -1511,6 +1511,101 @@ t_daemon_killed() {
 	start_daemon
 }
 
+t_fork_unclaimed() {
+	# A child forked while it cannot reach zswapd holds no copy of its uffd; zswapd has the
+	# only one.  Had zswapd died then, the kernel would have dropped the child's
+	# registrations and its inherited evicted pages would read as zeros.  zswapd brings an
+	# unclaimed child's pages back by itself, and then a kill loses nothing.
+	local fifo=$TMP/unclaimed.in pid back rc=0
+	rm -f "$fifo" "$TMP/unclaimed.out"
+	mkfifo "$fifo"
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-unclaimed 16 <"$fifo" >"$TMP/unclaimed.out" 2>"$TMP/unclaimed.err" &
+	pid=$!
+	exec 3>"$fifo"
+	for _ in $(seq 200); do grep -q evicted "$TMP/unclaimed.out" && break; sleep 0.05; done
+	mv "$ZSWAP_SOCKET" "$ZSWAP_SOCKET.away"
+	echo fork >&3
+	for _ in $(seq 200); do grep -q "^child: [0-9]" "$TMP/unclaimed.out" && break; sleep 0.05; done
+	mv "$ZSWAP_SOCKET.away" "$ZSWAP_SOCKET"
+	for _ in $(seq 100); do
+		[ "$(stat_of unclaimed_children)" = 1 ] && grep -q "restore done: .* 0 left (ok)" "$TMP/daemon.log" &&
+			break
+		sleep 0.1
+	done
+	grep "claimed\|restore done" "$TMP/daemon.log" >&2 || true
+	[ "$(stat_of unclaimed_children)" = 1 ]
+	back=$(sed -n 's/.*restore done: \([0-9]*\) pages back, 0 left (ok).*/\1/p' "$TMP/daemon.log")
+	[ "${back:-0}" -gt 0 ]
+	"$CTL" restore "$pid" >/dev/null # the parent's own pages: it prints after the kill
+	kill -KILL "$(dpid)"
+	[ "$(wait_daemon_exit)" = 137 ]
+	echo read >&3
+	exec 3>&-
+	wait $pid || rc=$?
+	cat "$TMP/unclaimed.out" "$TMP/unclaimed.err"
+	start_daemon
+	grep -q "^child: exit 0$" "$TMP/unclaimed.out"
+	[ $rc -eq 0 ]
+	echo "result: unclaimed child: $back pages brought back before the kill, all read right after it"
+}
+
+# fork_held_start: memtest fork-unclaimed, its child held before it connects
+# (childconnect.so); returns once the fork is done.  Sets HELD_PID; fd 3 is its stdin.
+fork_held_start() {
+	rm -f "$TMP/held.in" "$TMP/held.go" "$TMP/held.out" "$TMP/held.err"
+	mkfifo "$TMP/held.in" "$TMP/held.go"
+	CHILDCONNECT_FIFO=$TMP/held.go LD_PRELOAD="$SHIM $B/tests/childconnect.so" \
+		"$MEMTEST" fork-unclaimed 16 <"$TMP/held.in" >"$TMP/held.out" 2>"$TMP/held.err" &
+	HELD_PID=$!
+	exec 3>"$TMP/held.in"
+	for _ in $(seq 200); do grep -q evicted "$TMP/held.out" && break; sleep 0.05; done
+	echo fork >&3
+	for _ in $(seq 200); do
+		grep -q "^forked" "$TMP/held.out" && grep -q "childconnect: waiting" "$TMP/held.err" && break
+		sleep 0.05
+	done
+	grep -q "childconnect: waiting" "$TMP/held.err"
+	"$CTL" restore "$HELD_PID" >/dev/null # the parent's own pages: it reports after zswapd is gone
+}
+
+# fork_held_finish: lets the held child connect, lets it read its pages if it ran on,
+# and waits for memtest.  Sets HELD_RC.
+fork_held_finish() {
+	timeout 10 sh -c 'echo go >"$1"' _ "$TMP/held.go"
+	for _ in $(seq 200); do grep -q "^child: " "$TMP/held.out" && break; sleep 0.05; done
+	if grep -q "^child: [0-9]" "$TMP/held.out"; then echo read >&3; fi
+	exec 3>&-
+	HELD_RC=0
+	wait "$HELD_PID" || HELD_RC=$?
+	cat "$TMP/held.out" "$TMP/held.err"
+}
+
+t_fork_daemon_died() {
+	# zswapd SIGKILLed between a fork and the child's claim of its uffd: zswapd's copy was
+	# the only one, and the kernel dropped the child's registrations with it.  The child must
+	# end loudly; its inherited evicted pages would read as zeros.
+	fork_held_start
+	kill -KILL "$(dpid)"
+	[ "$(wait_daemon_exit)" = 137 ]
+	fork_held_finish
+	start_daemon
+	grep -q "^child: signal 6$" "$TMP/held.out"
+	grep -q "aborting rather than letting it read zeros" "$TMP/held.err"
+	[ $HELD_RC -eq 0 ]
+}
+
+t_fork_daemon_stopped() {
+	# zswapd stopped in order at the same moment: its drain faults the child's pages back
+	# as well and marks its beacon page, so the child, registrations gone too, runs on.
+	fork_held_start
+	kill -TERM "$(dpid)"
+	[ "$(wait_daemon_exit)" = 0 ]
+	fork_held_finish
+	start_daemon
+	grep -q "^child: exit 0$" "$TMP/held.out"
+	[ $HELD_RC -eq 0 ]
+}
+
 # wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
 wait_gone() {
 	for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
@@ -1631,6 +1726,9 @@ run drain_on_stop t_drain_on_stop
 run abort_scratch t_abort_scratch
 run prefetch t_prefetch
 run daemon_killed t_daemon_killed
+run fork_unclaimed t_fork_unclaimed
+run fork_daemon_died t_fork_daemon_died
+run fork_daemon_stopped t_fork_daemon_stopped
 run daemon_killed_busy t_daemon_killed_busy
 
 if ! stop_daemon; then
