@@ -6,7 +6,8 @@ side-by-side benchmark into compare.json, compare.md and compare.png in the
 BENCH_OUT says otherwise; see docs/benchmarks.md).  With --writeback: of the
 writeback benchmark, into writeback.json and writeback.md; with --workers: of
 the N concurrent jobs, into workers.json, .md and .png; with --redis: of the
-redis run, into redis.json and .md; with --pairs: of the rounds of kernel
+redis run, into redis.json and .md; with --memcached: of the memcached run,
+into memcached.json and .md; with --pairs: of the rounds of kernel
 zswap against zswapd, into pairs.json and .md.
 
 Each case directory holds: meta (key=value, written by run.sh),
@@ -771,6 +772,92 @@ def redis_main(a):
     return 0
 
 
+# ---------------------------------------------------------------- memcached
+
+MC_NOTES = """\
+How to read it:
+- memcached 1.6 (-t 2, -m above the dataset: it evicts nothing) holding {keys} keys of
+  1000-byte values from tests/bench/mcload.c (about 2×B of memcached memory; lzo packs
+  them to a little over half), then {conns} connections over a unix socket, each one
+  request at a time: GETs of keys drawn uniformly from the whole dataset, one request in
+  ten a SET of a key to its own value; {warmup:g} s of warm-up, then {seconds:g} s
+  measured. Every value a GET returns is checked, and every key at the end (status
+  CORRUPT on any wrong or missing value). One run each.
+- ops/s: GETs and SETs a second; GET latencies are the client's, request written to
+  reply read.
+- swap / zswap lzo, zswapd lzo, zswapd lzo + swap file: as in the redis table.
+- pages in: kernel pswpin + zswpin (+ swpin_zero); zswapd loads. swap I/O: kernel
+  (pswpin + pswpout) × 4 KiB; zswapd swap_read_bytes + swap_write_bytes.
+- resident: memcached's RssAnon at the end of the window; pool: kernel meminfo Zswap /
+  zswapd pool_total_size."""
+
+
+def memcached_case(d, clk_tck):
+    c = case_figures(d, clk_tck)  # snapshots w (after the warm-up) and m (after the window)
+    meta = read_meta(os.path.join(d, "meta"))
+    c["fill_s"] = meta.get("fill_s")
+    c["pool_cap_mib"] = meta.get("pool_cap_mib") or None
+    try:
+        with open(os.path.join(d, "mc.json")) as f:
+            c["client"] = json.loads(f.read().strip() or "null")
+    except (OSError, ValueError):
+        c["client"] = None
+    if c["mode"] == "zswapd" and c.get("zswapd_delta"):
+        zd = c["zswapd_delta"]
+        c["swap_io_bytes"] = (zd.get("swap_read_bytes") or 0) + (zd.get("swap_write_bytes") or 0)
+    c.pop("workload", None)
+    return c
+
+
+def memcached_table(cases):
+    hdr = ["case", "limit", "fill s", "ops/s", "GET p50 µs", "GET p99 µs", "GET p99.9 µs",
+           "pages in", "swap I/O MiB", "CPU s zswapd", "resident MiB", "pool MiB", "status"]
+    rows = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for c in cases:
+        m = c.get("client") or {}
+        ok = c["status"] == "ok" and m
+        lim = "—"
+        if c["mode"] in ("swap", "zswap"):
+            lim = f"cgroup {c['budget_mib']} MiB"
+        elif c["mode"] == "zswapd" and c.get("pool_cap_mib"):
+            lim = f"{c.get('limit_mib')} MiB + pool ≤ {c.get('pool_cap_mib')} MiB"
+        elif c["mode"] == "zswapd":
+            lim = f"{c.get('limit_mib')} MiB"
+        fill = c.get("fill_s")
+        rows.append("| " + " | ".join([
+            c["name"], lim, fmt(fill, ".1f") if isinstance(fill, (int, float)) else str(fill or "—"),
+            fmt_rate(m.get("ops_per_s")) if ok else "—",
+            fmt(m.get("get_p50_us"), ".0f") if ok else "—",
+            fmt(m.get("get_p99_us"), ".0f") if ok else "—",
+            fmt(m.get("get_p999_us"), ".0f") if ok else "—",
+            fmt(c.get("pages_in"), "d"),
+            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
+            fmt(c.get("cpu_daemon_s"), ".1f"),
+            fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
+            fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
+            c["status"],
+        ]) + " |")
+    return "\n".join(rows)
+
+
+def memcached_main(a):
+    clk_tck = os.sysconf("SC_CLK_TCK")
+    cases = [memcached_case(os.path.join(a.cases, d), clk_tck) for d in sorted(os.listdir(a.cases))]
+    conns = next((c["client"]["conns"] for c in cases if c.get("client")), 4)
+    notes = MC_NOTES.format(keys=a.keys, conns=conns, warmup=a.warmup, seconds=a.seconds)
+    doc = {"benchmark": "memcached", "host": a.host, "date": a.date, "command": a.command,
+           "loadavg_at_start": a.load,
+           "params": {"budget_mib": a.budget, "keys": a.keys, "value_bytes": 1000, "conns": conns,
+                      "set_pct": 10, "warmup_s": a.warmup, "seconds": a.seconds},
+           "notes": notes, "cases": cases}
+    write_json(a.out, "memcached", doc)
+    md = [f"## memcached, dataset about twice a {a.budget} MiB budget", "",
+          memcached_table(cases), "", notes, "",
+          f"{a.host}; load average at start {a.load}; {a.date}.", f"Command: `{a.command}`", ""]
+    write_md(a.out, "memcached", md)
+    return 0
+
+
 P_NOTES = """\
 How to read it:
 - Each round runs kernel zswap lzo and then zswapd lzo with its pool outside the budget,
@@ -989,6 +1076,7 @@ def main():
     ap.add_argument("--workers", action="store_true")
     ap.add_argument("--accesses", type=int)
     ap.add_argument("--redis", action="store_true")
+    ap.add_argument("--memcached", action="store_true")
     ap.add_argument("--keys", type=int)
     ap.add_argument("--gets", type=int)
     ap.add_argument("--sets", type=int)
@@ -1000,6 +1088,8 @@ def main():
         return workers_main(a)
     if a.redis:
         return redis_main(a)
+    if a.memcached:
+        return memcached_main(a)
     if a.pyheap:
         return pyheap_main(a)
 

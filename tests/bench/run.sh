@@ -5,8 +5,8 @@
 # data fails loudly, though).  What each part measures and how to read its
 # table: docs/benchmarks.md.
 #
-#   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs]
-#                      [squeeze] [proactive] [scan] [pyheap]
+#   tests/bench/run.sh [--quick] [micro] [compare] [writeback] [workers] [redis] [memcached]
+#                      [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]
 #
 # Output: $BENCH_OUT if set, else ${BUILD:-build}/bench under the repository
 # (created if missing), a NAME.json, NAME.md (and for some a NAME.png) per
@@ -104,6 +104,13 @@
 #          p99 under swap, kernel zswap and zswapd, every key checked at the
 #          end (see run_redis).  -> redis.{json,md}
 #
+# memcached: memcached (installed from Debian if missing) holding about
+#          twice a 256 MiB budget (64), four connections of tests/bench/mcload.c
+#          doing GETs and 10% SETs, every value read checked, under swap,
+#          kernel zswap and zswapd; every key checked at the end (see
+#          run_memcached).  Not in `make bench` (about 4 minutes).
+#          -> memcached.{json,md}
+#
 # scan:    S MiB pushed out, then read back in one pass in address order
 #          (workload --pattern sequential): zswapd with prefetch and without,
 #          kernel zswap and kernel swap with their readahead, BENCH_ROUNDS (3)
@@ -142,8 +149,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | unmap | pairs | squeeze | proactive | scan | pyheap) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | memcached | unmap | pairs | squeeze | proactive | scan | pyheap) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [memcached] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -1540,7 +1547,7 @@ run_redis() {
 	fi
 	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
 	HAVE_LIMIT=1 FAILED=0 NCASE=0
-	if kernel_cases_possible; then modes="ram swap zswap zswapd zswapd-group"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
 	NCASES=$(($(echo $modes | wc -w) + 1))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	SIZE=$((2 * RBUDGET + RBUDGET / 4))     # what the kernel's swap file and pool must hold
@@ -1561,6 +1568,136 @@ run_redis() {
 		--size 0 --budget "$RBUDGET" --keys "$RKEYS" --gets "$RGETS" --sets "$RSETS" --seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a redis run lost or corrupted data, or did not finish (see above)" >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------- memcached
+memcached_install() {
+	command -v memcached >/dev/null && return 0
+	local made=0 rc=0
+	if [ ! -e /usr/sbin/policy-rc.d ]; then # the binary, not a system memcached
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		made=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached >/dev/null 2>&1 || rc=$?
+	[ $made -eq 0 ] || rm -f /usr/sbin/policy-rc.d
+	return $rc
+}
+
+run_memcached_case() {  # NAME MODE [wb]
+	local name=$1 mode=$2 wb=${3:-} status=ok limit=0 rc t0 t_fill=0 pool=$((MBUDGET / 4))
+	local sock=$TMP/memcached.sock stage=start-up
+	# Its background threads off (the LRU maintainer and crawler walk every
+	# item, and made about a fault per request of their own); the hash table
+	# sized for the keys up front, not grown while they go in.
+	local -a srv=(memcached -u root -s "$sock" -a 0700 -m $((4 * MBUDGET)) -t 2 -c 64
+		-o no_lru_crawler,no_lru_maintainer,hashpower=20)
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/mcases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] memcached: $name" >&2
+	rm -f "$sock"
+	case $mode in
+	ram) "${srv[@]}" >"$CASE/memcached.log" 2>&1 9>&- & ;;
+	swap | zswap)
+		kernel_setup "$mode" "$MBUDGET"
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${srv[@]}" \
+			>"$CASE/memcached.log" 2>&1 9>&- & ;;
+	zswapd)
+		if [ "$wb" = wb ]; then
+			limit=$((MBUDGET - pool))
+			printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
+				"$pool" "$WBFILE" $((4 * MBUDGET)) >"$TMP/zswapd-mc.conf"
+		else
+			limit=$MBUDGET pool=$((4 * MBUDGET))
+			printf 'max_pool_bytes = %sM\n' "$pool" >"$TMP/zswapd-mc.conf"
+		fi
+		start_daemon lzo "$TMP/zswapd-mc.conf"
+		LD_PRELOAD=$B/libzswap.so "${srv[@]}" >"$CASE/memcached.log" 2>&1 9>&- & ;;
+	esac
+	WPID=$!
+	state_add "pid $WPID $(readlink -f "$(command -v memcached)")"
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+	# Each step only if the one before worked; `stage` says where it stopped.
+	if [ -S "$sock" ] && stage="zswapd attach" &&
+		{ [ "$mode" != zswapd ] || "$B/zswapctl" limit "$WPID" "${limit}M" >"$CASE/limit.txt"; } &&
+		stage=fill && t0=$(date +%s.%N) && "$B/mcload" fill "$sock" "$MKEYS" 2>"$CASE/fill.err" &&
+		t_fill=$(awk -v b="$t0" -v a="$(date +%s.%N)" 'BEGIN { printf "%.2f", a - b }') &&
+		stage=warm-up && "$B/mcload" run "$sock" "$MKEYS" "$MWARM" "$MCONNS" "$MSETPCT" \
+			>"$CASE/warm.json" 2>"$CASE/warm.err" &&
+		snapshot w && stage="measured window" &&
+		"$B/mcload" run "$sock" "$MKEYS" "$MSECS" "$MCONNS" "$MSETPCT" >"$CASE/mc.json" 2>"$CASE/mc.err" &&
+		snapshot m && stage=check && lift_limit "$mode"; then
+		rc=0
+		"$B/mcload" check "$sock" "$MKEYS" 2>"$CASE/check.txt" || rc=$?
+		cat "$CASE/check.txt" >&2
+		[ $rc -eq 0 ] || status=CORRUPT
+	else
+		status="stopped in $stage"
+		# mcload says so when a value it read was wrong or missing
+		if grep -qs "wrong and" "$CASE/warm.err" "$CASE/mc.err"; then status=CORRUPT; fi
+	fi
+	kill -TERM "$WPID" 2>/dev/null || true
+	for _ in $(seq 100); do alive "$WPID" || break; sleep 0.1; done
+	alive "$WPID" && kill -KILL "$WPID"
+	wait "$WPID" 2>/dev/null || true
+	state_drop_pid "$WPID"
+	WPID=
+	local oom=0
+	[ -n "$CG" ] && oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	if [ "$status" != ok ] && [ "$status" != CORRUPT ] && [ "${oom:-0}" -gt 0 ]; then
+		status=OOM-killed
+	fi
+	case_end "$mode" "memcached $name" "$status" "$CASE/memcached.log"
+	status=$CASE_STATUS
+	rm -f "$WBFILE"
+	printf 'name=%s\nmode=%s\ncompressor=%s\nbudget_mib=%s\nlimit_mib=%s\npool_cap_mib=%s\nfill_s=%s\nstatus=%s\n' \
+		"$name" "$mode" "$([ "$mode" = ram ] || [ "$mode" = swap ] || echo lzo)" \
+		"$([ "$mode" = ram ] || echo "$MBUDGET")" "$limit" "$([ "$wb" = wb ] && echo "$pool")" \
+		"$t_fill" "$status" >"$CASE/meta"
+	echo "bench:   $status" >&2
+}
+
+# memcached: 480,000 keys of 1000-byte values (about twice a 256 MiB budget)
+# in memcached, then 4 connections of tests/bench/mcload.c, each one request
+# at a time: GETs of uniformly random keys, one request in ten a SET, 5 s
+# warm-up and 20 s measured; every value read is checked, and every key at
+# the end.  Cases as redis's.  --quick: 120,000 keys, 64 MiB, 2 + 5 s.
+# -> memcached.{json,md}
+run_memcached() {
+	local m modes="ram zswapd" load
+	MBUDGET=256 MKEYS=480000 MWARM=5 MSECS=20 MCONNS=4 MSETPCT=10
+	[ $QUICK -eq 1 ] && MBUDGET=64 MKEYS=120000 MWARM=2 MSECS=5
+	if ! memcached_install; then
+		echo "bench: no memcached and could not install it (apt-get install memcached): memcached skipped" >&2
+		return 0
+	fi
+	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/mcload" "$ROOT/tests/bench/mcload.c" -lpthread
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	HAVE_LIMIT=1 FAILED=0 NCASE=0
+	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(($(echo $modes | wc -w) + 1))
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	SIZE=$((2 * MBUDGET + MBUDGET / 4))     # what the kernel's swap file and pool must hold
+	for m in $modes; do
+		case $m in
+		ram) run_memcached_case "all in RAM" ram ;;
+		swap) run_memcached_case swap swap ;;
+		zswap) run_memcached_case "zswap lzo" zswap ;;
+		zswapd)
+			run_memcached_case "zswapd lzo" zswapd
+			run_memcached_case "zswapd lzo + swap file" zswapd wb ;;
+		esac
+	done
+	rm -f "$SWAPFILE"
+	python3 "$ROOT/tests/bench/report.py" --memcached --cases "$TMP/mcases" --out "$OUT" \
+		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(memcached -V)" \
+		--command "$(bench_command "$@")" --date "$stamp" --load "$load" \
+		--size 0 --budget "$MBUDGET" --keys "$MKEYS" --seconds "$MSECS" --warmup "$MWARM"
+	if [ $FAILED -ne 0 ]; then
+		echo "bench: FAILED: a memcached run lost or corrupted data, or did not finish (see above)" >&2
 		return 1
 	fi
 }
@@ -1837,6 +1974,7 @@ if want compare; then run_compare "$@"; fi
 if want writeback; then run_writeback "$@"; fi
 if want workers; then run_workers "$@"; fi
 if want redis; then run_redis "$@"; fi
+if want memcached; then run_memcached "$@"; fi
 if want unmap; then run_unmap; fi
 if want pairs; then run_pairs "$@"; fi
 if want squeeze; then run_squeeze "$@"; fi
