@@ -428,19 +428,25 @@ t_agent_stopped_writes() {
 	# is stuck the write is let through (stalled_writes): the page is
 	# vetoed, then unprotected, and the commit keeps whichever copy is the
 	# app's.  Every page is verified at the end, both times.
-	local served before after mf
+	local served before after mf try
 	mf=$(stat_of evict_move_first_batches)
 	served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
 	mf=$(($(stat_of evict_move_first_batches) - mf))
 	echo "result: agent stopped for 3 s, half the accesses writes, move-first ($mf such batches): $served pages loaded in 2 s of it; $(cat "$TMP/stopped_w.out")"
 	[ "$served" -ge 1000 ] && [ "$mf" -ge 1 ] || return 1
 	restart_with "agent_move_first = no"
-	before=$(stat_of stalled_writes)
-	served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
-	after=$(stat_of stalled_writes)
-	echo "result: the same, write-protected batches: $served pages loaded in 2 s of it, $((after - before)) writes let through; $(cat "$TMP/stopped_w.out")"
-	[ "$served" -ge 1000 ] && [ $((after - before)) -ge 1 ] &&
-		[ "$(stat_of evict_move_first_batches)" = 0 ] || return 1
+	# A stop that finds the agent past its moves leaves no page write-protected,
+	# only pages gone, whose faults wait for the stuck batch instead
+	# (faults_deferred): then nothing to let through, and another try.
+	for try in 1 2 3; do
+		before=$(stat_of stalled_writes)
+		served=$(agent_stop_run 50 "$TMP/stopped_w.out") || return 1
+		after=$(stat_of stalled_writes)
+		echo "result: the same, write-protected batches (try $try): $served pages loaded in 2 s of it, $((after - before)) writes let through; $(cat "$TMP/stopped_w.out")"
+		[ "$served" -ge 1000 ] || return 1
+		[ $((after - before)) -eq 0 ] || break
+	done
+	[ $((after - before)) -ge 1 ] && [ "$(stat_of evict_move_first_batches)" = 0 ] || return 1
 	restart_with
 }
 
