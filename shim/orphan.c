@@ -209,12 +209,13 @@ static void orphan_read(struct orphan *o, int uffd, bool own)
 void shim_orphan_serve(void)
 {
 	struct orphan o; /* not = { 0 }: that too is a memset() call */
+	int uffd = __atomic_load_n(&shim.uffd, __ATOMIC_ACQUIRE);
 
-	if (shim.uffd < 0)
+	if (uffd < 0)
 		return;
-	o.pfd[0] = (struct pollfd){ .fd = shim.uffd, .events = POLLIN };
+	o.pfd[0] = (struct pollfd){ .fd = uffd, .events = POLLIN };
 	o.n = 1;
-	orphan_wake_all(shim.uffd);
+	orphan_wake_all(uffd);
 	for (;;) {
 		/* Woken once a second to let the uffds of gone children go. */
 		long n = syscall(SYS_poll, o.pfd, (unsigned long)o.n, 1000L);
@@ -252,6 +253,12 @@ static void *shim_watch_main(void *arg)
 		syscall(SYS_nanosleep, &ts, NULL);
 	if (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_BYE)
 		return NULL; /* every page is back: libc's thread exit is safe */
+	/* A forked child's registration may still get our uffd, in a ZS_READY
+	 * zswapd sent before it died: wait for it, or for the registration to
+	 * fail, which it does at once on a closed connection. */
+	while (__atomic_load_n(&shim.uffd, __ATOMIC_ACQUIRE) < 0 &&
+	       __atomic_load_n(&shim.registering, __ATOMIC_ACQUIRE))
+		syscall(SYS_nanosleep, &ts, NULL);
 	shim_orphan_serve(); /* the agent saw the connection close, or is stuck */
 	shim_park();
 }

@@ -239,14 +239,21 @@ static int shim_register_child(void)
 	r = proto_send(shim.sock, ZS_HELLO, 1, &hello, sizeof(hello), NULL, 0);
 	if (r < 0)
 		return r;
-	/* The fault that names us to zswapd; then empty the beacon again so our
-	 * own children can do the same. */
+	/* The fault that names us to zswapd. */
 	(void)*(volatile uint8_t *)shim.beacon;
-	madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
 	r = shim_expect(ZS_READY, fds, 2);
 	if (r < 0)
 		return r;
-	shim.uffd = fds[1];
+	__atomic_store_n(&shim.uffd, fds[1], __ATOMIC_RELEASE);
+	/*
+	 * Then empty the beacon again, so that our own children can name
+	 * themselves the same way.  Only now that we hold our uffd: the
+	 * MADV_DONTNEED is a REMOVE event, which waits until someone reads it,
+	 * and if zswapd has died meanwhile, that is our watcher, which can read
+	 * only a uffd we have.  (Before, a child forked as zswapd died waited
+	 * there for good, its uffd in a ZS_READY it never got to read.)
+	 */
+	madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
 	r = shim_map_staging(fds[0]);
 	close(fds[0]);
 	return r;
@@ -438,8 +445,10 @@ static void shim_atfork_child(void)
 	if (r < 0)
 		goto fail;
 	shim.sock = r;
+	__atomic_store_n(&shim.registering, true, __ATOMIC_RELEASE);
 	shim_watch_begin();
 	r = shim_register_child();
+	__atomic_store_n(&shim.registering, false, __ATOMIC_RELEASE);
 	if (r == 0)
 		r = shim_agent_start();
 	if (r == 0)

@@ -38,6 +38,7 @@ struct shim {
 	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
 	bool follow;	   /* run the agent on the app's CPU (ZS_READY_FOLLOW) */
 	int watch_fd;	   /* the watcher's pidfd of zswapd, its own; -1: no watcher */
+	bool registering;  /* a forked child's registration is under way, atomic */
 	uint32_t agent_state; /* SHIM_AGENT_*, atomic */
 };
 

@@ -1388,7 +1388,8 @@ static int t_orphan(int argc, char **argv)
  * stdin, forks ("forked"); the child says "child: PID", waits for another
  * line (zswapd is killed meanwhile), then reads every page; the parent says
  * how the child ended ("child: exit N" or "child: signal N").  Also with
- * childconnect.so, which holds the child's shim before it connects.
+ * childhold.so, which holds the child's shim at one point of its
+ * registration.
  */
 static int t_fork_unclaimed(int argc, char **argv)
 {

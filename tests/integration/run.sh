@@ -1555,32 +1555,41 @@ t_fork_unclaimed() {
 	echo "result: unclaimed child: $back pages brought back before the kill, all read right after it"
 }
 
-# fork_held_start: memtest fork-unclaimed, its child held before it connects
-# (childconnect.so); returns once the fork is done.  Sets HELD_PID; fd 3 is its stdin.
+# fork_held_start AT: memtest fork-unclaimed, its child's shim held at AT
+# (childhold.so: connect or beacon); returns once the fork is done and the
+# child waits there.  Sets HELD_PID; fd 3 is its stdin.
 fork_held_start() {
 	rm -f "$TMP/held.in" "$TMP/held.go" "$TMP/held.out" "$TMP/held.err"
 	mkfifo "$TMP/held.in" "$TMP/held.go"
-	CHILDCONNECT_FIFO=$TMP/held.go LD_PRELOAD="$SHIM $B/tests/childconnect.so" \
+	CHILDHOLD_AT=$1 CHILDHOLD_FIFO=$TMP/held.go LD_PRELOAD="$SHIM $B/tests/childhold.so" \
 		"$MEMTEST" fork-unclaimed 16 <"$TMP/held.in" >"$TMP/held.out" 2>"$TMP/held.err" &
 	HELD_PID=$!
 	exec 3>"$TMP/held.in"
 	for _ in $(seq 200); do grep -q evicted "$TMP/held.out" && break; sleep 0.05; done
 	echo fork >&3
 	for _ in $(seq 200); do
-		grep -q "^forked" "$TMP/held.out" && grep -q "childconnect: waiting" "$TMP/held.err" && break
+		grep -q "^forked" "$TMP/held.out" && grep -q "childhold: waiting" "$TMP/held.err" && break
 		sleep 0.05
 	done
-	grep -q "childconnect: waiting" "$TMP/held.err"
+	grep -q "childhold: waiting" "$TMP/held.err"
 	"$CTL" restore "$HELD_PID" >/dev/null # the parent's own pages: it reports after zswapd is gone
 }
 
-# fork_held_finish: lets the held child connect, lets it read its pages if it ran on,
-# and waits for memtest.  Sets HELD_RC.
+# fork_held_finish: lets the held child go on, lets it read its pages if it ran on,
+# and waits for memtest; a child that does neither within 10 s is killed.  Sets HELD_RC.
 fork_held_finish() {
+	local child
 	timeout 10 sh -c 'echo go >"$1"' _ "$TMP/held.go"
 	for _ in $(seq 200); do grep -q "^child: " "$TMP/held.out" && break; sleep 0.05; done
 	if grep -q "^child: [0-9]" "$TMP/held.out"; then echo read >&3; fi
 	exec 3>&-
+	for _ in $(seq 200); do grep -q "^child: [es]" "$TMP/held.out" && break; sleep 0.05; done
+	if ! grep -q "^child: [es]" "$TMP/held.out"; then
+		child=$(pgrep -P "$HELD_PID" | head -n1)
+		log "the child ($child) hangs"
+		[ -z "$child" ] || grep -H . /proc/"$child"/task/*/wchan >&2 || true
+		pkill -KILL -P "$HELD_PID" || true
+	fi
 	HELD_RC=0
 	wait "$HELD_PID" || HELD_RC=$?
 	cat "$TMP/held.out" "$TMP/held.err"
@@ -1590,7 +1599,7 @@ t_fork_daemon_died() {
 	# zswapd SIGKILLed between a fork and the child's claim of its uffd: zswapd's copy was
 	# the only one, and the kernel dropped the child's registrations with it.  The child must
 	# end loudly; its inherited evicted pages would read as zeros.
-	fork_held_start
+	fork_held_start connect
 	kill -KILL "$(dpid)"
 	[ "$(wait_daemon_exit)" = 137 ]
 	fork_held_finish
@@ -1603,12 +1612,27 @@ t_fork_daemon_died() {
 t_fork_daemon_stopped() {
 	# zswapd stopped in order at the same moment: its drain faults the child's pages back
 	# as well and marks its beacon page, so the child, registrations gone too, runs on.
-	fork_held_start
+	fork_held_start connect
 	kill -TERM "$(dpid)"
 	[ "$(wait_daemon_exit)" = 0 ]
 	fork_held_finish
 	start_daemon
 	grep -q "^child: exit 0$" "$TMP/held.out"
+	[ $HELD_RC -eq 0 ]
+}
+
+t_fork_daemon_died_late() {
+	# zswapd SIGKILLed once it has named a forked child and sent it its uffd, before the
+	# child empties its beacon page: that MADV_DONTNEED is a REMOVE event nobody but the
+	# child's own watcher can read now.  The child must not wait there for good; it goes
+	# on, and its first touch of an inherited evicted page ends it loudly.
+	fork_held_start beacon
+	kill -KILL "$(dpid)"
+	[ "$(wait_daemon_exit)" = 137 ]
+	fork_held_finish
+	start_daemon
+	grep -q "^child: signal 6$" "$TMP/held.out"
+	grep -q "aborting rather than letting it read zeros" "$TMP/held.err"
 	[ $HELD_RC -eq 0 ]
 }
 
@@ -1735,6 +1759,7 @@ run daemon_killed t_daemon_killed
 run fork_unclaimed t_fork_unclaimed
 run fork_daemon_died t_fork_daemon_died
 run fork_daemon_stopped t_fork_daemon_stopped
+run fork_daemon_died_late t_fork_daemon_died_late
 run daemon_killed_busy t_daemon_killed_busy
 
 if ! stop_daemon; then
