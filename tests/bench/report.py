@@ -725,6 +725,30 @@ def redis_case(d, clk_tck):
     return c
 
 
+def server_limit(c):
+    """A server case's budget as run.sh server_start set it (redis, memcached)."""
+    if c["mode"] in ("swap", "zswap"):
+        return f"cgroup {c['budget_mib']} MiB"
+    if c["mode"] == "zswapd" and c.get("pool_cap_mib"):
+        return f"{c.get('limit_mib')} MiB + pool ≤ {c.get('pool_cap_mib')} MiB"
+    if c["mode"] == "zswapd":
+        return f"{c.get('limit_mib')} MiB"
+    return "—"
+
+
+def server_tail(c):
+    """The last cells of a server case's row: pages in, swap I/O MiB, CPU s zswapd,
+    resident MiB, pool MiB, status."""
+    return [
+        fmt(c.get("pages_in"), "d"),
+        fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
+        fmt(c.get("cpu_daemon_s"), ".1f"),
+        fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
+        fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
+        c["status"],
+    ]
+
+
 def redis_table(cases):
     hdr = ["case", "limit", "populate s", "GET rps", "GET p50 ms", "GET p99 ms", "SET rps",
            "SET p99 ms", "pages in", "swap I/O MiB", "CPU s zswapd", "resident MiB", "pool MiB",
@@ -733,25 +757,13 @@ def redis_table(cases):
     for c in cases:
         g, s = c.get("get") or {}, c.get("set") or {}
         ok = c["status"] == "ok"
-        lim = "—"
-        if c["mode"] in ("swap", "zswap"):
-            lim = f"cgroup {c['budget_mib']} MiB"
-        elif c["mode"] == "zswapd" and c.get("pool_cap_mib"):
-            lim = f"{c.get('limit_mib')} MiB + pool ≤ {c.get('pool_cap_mib')} MiB"
-        elif c["mode"] == "zswapd":
-            lim = f"{c.get('limit_mib')} MiB"
+        lim = server_limit(c)
         rows.append("| " + " | ".join([
             c["name"], lim, fmt(c.get("populate_s"), ".1f") if isinstance(c.get("populate_s"), (int, float)) else str(c.get("populate_s") or "—"),
             fmt_rate(g.get("rps")) if ok else "—", fmt(g.get("p50_ms"), ".3f") if ok else "—",
             fmt(g.get("p99_ms"), ".3f") if ok else "—",
             fmt_rate(s.get("rps")) if ok else "—", fmt(s.get("p99_ms"), ".3f") if ok else "—",
-            fmt(c.get("pages_in"), "d"),
-            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
-            fmt(c.get("cpu_daemon_s"), ".1f"),
-            fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
-            fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
-            c["status"],
-        ]) + " |")
+        ] + server_tail(c)) + " |")
     return "\n".join(rows)
 
 
@@ -816,13 +828,7 @@ def memcached_table(cases):
     for c in cases:
         m = c.get("client") or {}
         ok = c["status"] == "ok" and m
-        lim = "—"
-        if c["mode"] in ("swap", "zswap"):
-            lim = f"cgroup {c['budget_mib']} MiB"
-        elif c["mode"] == "zswapd" and c.get("pool_cap_mib"):
-            lim = f"{c.get('limit_mib')} MiB + pool ≤ {c.get('pool_cap_mib')} MiB"
-        elif c["mode"] == "zswapd":
-            lim = f"{c.get('limit_mib')} MiB"
+        lim = server_limit(c)
         fill = c.get("fill_s")
         rows.append("| " + " | ".join([
             c["name"], lim, fmt(fill, ".1f") if isinstance(fill, (int, float)) else str(fill or "—"),
@@ -830,13 +836,7 @@ def memcached_table(cases):
             fmt(m.get("get_p50_us"), ".0f") if ok else "—",
             fmt(m.get("get_p99_us"), ".0f") if ok else "—",
             fmt(m.get("get_p999_us"), ".0f") if ok else "—",
-            fmt(c.get("pages_in"), "d"),
-            fmt(c["swap_io_bytes"] / MIB if c.get("swap_io_bytes") is not None else None, ".0f"),
-            fmt(c.get("cpu_daemon_s"), ".1f"),
-            fmt(c["resident_kb"] / 1024 if c.get("resident_kb") is not None else None, ".0f"),
-            fmt(c["pool_bytes"] / MIB if c.get("pool_bytes") is not None else None, ".0f"),
-            c["status"],
-        ]) + " |")
+        ] + server_tail(c)) + " |")
     return "\n".join(rows)
 
 

@@ -1437,6 +1437,71 @@ PY
 #           behind it, `zswapctl limit` B − P: resident + pool within B;
 #           the dataset does not fit in B even compressed, so the coldest of
 #           the pool goes to disk.
+# ---------------------------------------------------------------- servers
+# server_start MODE WB BUDGET LOG CMD...: a server program (redis, memcached)
+# for one case: all in RAM, in the kernel's memory cgroup of BUDGET MiB, or
+# under a zswapd of its own whose pool holds what the limit pushes out (WB
+# "wb": a pool capped at BUDGET/4 with a swap file behind, the limit
+# BUDGET - BUDGET/4 for resident + pool within BUDGET; else the limit
+# BUDGET, the pool not capped below the dataset).  Sets WPID, and
+# SRV_LIMIT and SRV_POOL (MiB) for `zswapctl limit` and the report.
+server_start() {
+	local mode=$1 wb=$2 budget=$3 log=$4
+	shift 4
+	SRV_LIMIT=0 SRV_POOL=$((budget / 4))
+	case $mode in
+	ram) "$@" >"$log" 2>&1 9>&- & ;;
+	swap | zswap)
+		kernel_setup "$mode" "$budget"
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@" >"$log" 2>&1 9>&- & ;;
+	zswapd)
+		if [ "$wb" = wb ]; then
+			SRV_LIMIT=$((budget - SRV_POOL))
+			printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
+				"$SRV_POOL" "$WBFILE" $((4 * budget)) >"$TMP/zswapd-server.conf"
+		else
+			SRV_LIMIT=$budget SRV_POOL=$((4 * budget))
+			printf 'max_pool_bytes = %sM\n' "$SRV_POOL" >"$TMP/zswapd-server.conf"
+		fi
+		start_daemon lzo "$TMP/zswapd-server.conf"
+		LD_PRELOAD=$B/libzswap.so "$@" >"$log" 2>&1 9>&- & ;;
+	esac
+	WPID=$!
+	state_add "pid $WPID $(readlink -f "$(command -v "$1")")"
+}
+
+# server_end MODE NAME STATUS LOG: after the server ($WPID) has gone, the
+# case's end (case_end); an OOM kill said as such.  Sets STATUS, and SRV_OOM
+# to the cgroup's OOM kills.
+server_end() {
+	STATUS=$3 SRV_OOM=0
+	state_drop_pid "$WPID"
+	WPID=
+	[ -n "$CG" ] && SRV_OOM=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
+	if [ "$STATUS" != ok ] && [ "$STATUS" != CORRUPT ] && [ "${SRV_OOM:-0}" -gt 0 ]; then
+		STATUS=OOM-killed
+	fi
+	case_end "$1" "$2" "$STATUS" "$4"
+	STATUS=$CASE_STATUS
+	rm -f "$WBFILE"
+}
+
+# server_cases FN MODE...: the cases of a server benchmark, by FN NAME MODE [wb].
+server_cases() {
+	local fn=$1 m
+	shift
+	for m in "$@"; do
+		case $m in
+		ram) "$fn" "all in RAM" ram ;;
+		swap) "$fn" swap swap ;;
+		zswap) "$fn" "zswap lzo" zswap ;;
+		zswapd)
+			"$fn" "zswapd lzo" zswapd
+			"$fn" "zswapd lzo + swap file" zswapd wb ;;
+		esac
+	done
+}
+
 redis_install() {
 	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && return 0
 	local made=0 rc=0
@@ -1455,35 +1520,16 @@ redis_install() {
 redis_cli() { redis-cli -s "$TMP/redis.sock" "$@"; }
 
 run_redis_case() {  # NAME MODE [wb]
-	local name=$1 mode=$2 wb=${3:-} status=ok limit=0 rc t0 t_pop=0 pool=$((RBUDGET / 4))
-	local -a srv=(redis-server --port 0 --unixsocket "$TMP/redis.sock" --unixsocketperm 700
-		--save '' --appendonly no --dir "$TMP" --daemonize no)
+	local name=$1 mode=$2 wb=${3:-} status=ok limit pool rc t0 t_pop=0
 	NCASE=$((NCASE + 1))
 	CASE=$TMP/rcases/$(printf %02d $NCASE)
 	mkdir -p "$CASE"
 	echo "bench: [$NCASE/$NCASES] redis: $name" >&2
 	rm -f "$TMP/redis.sock"
-
-	case $mode in
-	ram) "${srv[@]}" >"$CASE/redis.log" 2>&1 9>&- & ;;
-	swap | zswap)
-		kernel_setup "$mode" "$RBUDGET"
-		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${srv[@]}" \
-			>"$CASE/redis.log" 2>&1 9>&- & ;;
-	zswapd)
-		if [ "$wb" = wb ]; then
-			limit=$((RBUDGET - pool))
-			printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
-				"$pool" "$WBFILE" $((4 * RBUDGET)) >"$TMP/zswapd-redis.conf"
-		else
-			limit=$RBUDGET pool=$((4 * RBUDGET))
-			printf 'max_pool_bytes = %sM\n' "$pool" >"$TMP/zswapd-redis.conf"
-		fi
-		start_daemon lzo "$TMP/zswapd-redis.conf"
-		LD_PRELOAD=$B/libzswap.so "${srv[@]}" >"$CASE/redis.log" 2>&1 9>&- & ;;
-	esac
-	WPID=$!
-	state_add "pid $WPID $(readlink -f "$(command -v redis-server)")"
+	server_start "$mode" "$wb" "$RBUDGET" "$CASE/redis.log" redis-server --port 0 \
+		--unixsocket "$TMP/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
+		--dir "$TMP" --daemonize no
+	limit=$SRV_LIMIT pool=$SRV_POOL
 	for _ in $(seq 100); do redis_cli ping >/dev/null 2>&1 && break; sleep 0.05; done
 	# Each step only if the one before worked; `stage` says where it stopped.
 	local stage=start-up
@@ -1510,18 +1556,9 @@ run_redis_case() {  # NAME MODE [wb]
 	fi
 	for _ in $(seq 100); do alive "$WPID" || break; sleep 0.1; done
 	alive "$WPID" && kill -KILL "$WPID"
-	rc=0
-	wait "$WPID" 2>/dev/null || rc=$?
-	state_drop_pid "$WPID"
-	WPID=
-	local oom=0
-	[ -n "$CG" ] && oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
-	if [ "$status" != ok ] && [ "$status" != CORRUPT ] && [ "${oom:-0}" -gt 0 ]; then
-		status=OOM-killed
-	fi
-	case_end "$mode" "redis $name" "$status" "$CASE/redis.log"
-	status=$CASE_STATUS
-	rm -f "$WBFILE"
+	wait "$WPID" 2>/dev/null || true
+	server_end "$mode" "redis $name" "$status" "$CASE/redis.log"
+	status=$STATUS
 	{
 		echo "name=$name"
 		echo "mode=$mode"
@@ -1530,14 +1567,14 @@ run_redis_case() {  # NAME MODE [wb]
 		echo "limit_mib=$limit"
 		echo "pool_cap_mib=$([ "$wb" = wb ] && echo "$pool")"
 		echo "populate_s=$t_pop"
-		echo "oom_kill=${oom:-0}"
+		echo "oom_kill=${SRV_OOM:-0}"
 		echo "status=$status"
 	} >"$CASE/meta"
 	echo "bench:   $status" >&2
 }
 
 run_redis() {
-	local m modes="ram zswapd" load
+	local modes="ram zswapd" load
 	# ~1.1 KiB of redis memory per key: RKEYS keys are about 2×RBUDGET
 	RBUDGET=256 RKEYS=480000 RWARM=20000 RGETS=100000 RSETS=50000
 	[ $QUICK -eq 1 ] && RBUDGET=64 RKEYS=120000 RWARM=5000 RGETS=20000 RSETS=10000
@@ -1551,16 +1588,7 @@ run_redis() {
 	NCASES=$(($(echo $modes | wc -w) + 1))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	SIZE=$((2 * RBUDGET + RBUDGET / 4))     # what the kernel's swap file and pool must hold
-	for m in $modes; do
-		case $m in
-		ram) run_redis_case "all in RAM" ram ;;
-		swap) run_redis_case swap swap ;;
-		zswap) run_redis_case "zswap lzo" zswap ;;
-		zswapd)
-			run_redis_case "zswapd lzo" zswapd
-			run_redis_case "zswapd lzo + swap file" zswapd wb ;;
-		esac
-	done
+	server_cases run_redis_case $modes
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --redis --cases "$TMP/rcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(redis-server --version | cut -d' ' -f1-3)" \
@@ -1587,38 +1615,19 @@ memcached_install() {
 }
 
 run_memcached_case() {  # NAME MODE [wb]
-	local name=$1 mode=$2 wb=${3:-} status=ok limit=0 rc t0 t_fill=0 pool=$((MBUDGET / 4))
+	local name=$1 mode=$2 wb=${3:-} status=ok limit pool rc t0 t_fill=0
 	local sock=$TMP/memcached.sock stage=start-up
-	# Its background threads off (the LRU maintainer and crawler walk every
-	# item, and made about a fault per request of their own); the hash table
-	# sized for the keys up front, not grown while they go in.
-	local -a srv=(memcached -u root -s "$sock" -a 0700 -m $((4 * MBUDGET)) -t 2 -c 64
-		-o no_lru_crawler,no_lru_maintainer,hashpower=20)
 	NCASE=$((NCASE + 1))
 	CASE=$TMP/mcases/$(printf %02d $NCASE)
 	mkdir -p "$CASE"
 	echo "bench: [$NCASE/$NCASES] memcached: $name" >&2
 	rm -f "$sock"
-	case $mode in
-	ram) "${srv[@]}" >"$CASE/memcached.log" 2>&1 9>&- & ;;
-	swap | zswap)
-		kernel_setup "$mode" "$MBUDGET"
-		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "${srv[@]}" \
-			>"$CASE/memcached.log" 2>&1 9>&- & ;;
-	zswapd)
-		if [ "$wb" = wb ]; then
-			limit=$((MBUDGET - pool))
-			printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\n' \
-				"$pool" "$WBFILE" $((4 * MBUDGET)) >"$TMP/zswapd-mc.conf"
-		else
-			limit=$MBUDGET pool=$((4 * MBUDGET))
-			printf 'max_pool_bytes = %sM\n' "$pool" >"$TMP/zswapd-mc.conf"
-		fi
-		start_daemon lzo "$TMP/zswapd-mc.conf"
-		LD_PRELOAD=$B/libzswap.so "${srv[@]}" >"$CASE/memcached.log" 2>&1 9>&- & ;;
-	esac
-	WPID=$!
-	state_add "pid $WPID $(readlink -f "$(command -v memcached)")"
+	# Its background threads off (the LRU maintainer and crawler walk every
+	# item, and made about a fault per request of their own); the hash table
+	# sized for the keys up front, not grown while they go in.
+	server_start "$mode" "$wb" "$MBUDGET" "$CASE/memcached.log" memcached -u root -s "$sock" \
+		-a 0700 -m $((4 * MBUDGET)) -t 2 -c 64 -o no_lru_crawler,no_lru_maintainer,hashpower=20
+	limit=$SRV_LIMIT pool=$SRV_POOL
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
 	# Each step only if the one before worked; `stage` says where it stopped.
 	if [ -S "$sock" ] && stage="zswapd attach" &&
@@ -1643,16 +1652,8 @@ run_memcached_case() {  # NAME MODE [wb]
 	for _ in $(seq 100); do alive "$WPID" || break; sleep 0.1; done
 	alive "$WPID" && kill -KILL "$WPID"
 	wait "$WPID" 2>/dev/null || true
-	state_drop_pid "$WPID"
-	WPID=
-	local oom=0
-	[ -n "$CG" ] && oom=$(sed -n 's/^oom_kill //p' "$CG/memory.oom_control")
-	if [ "$status" != ok ] && [ "$status" != CORRUPT ] && [ "${oom:-0}" -gt 0 ]; then
-		status=OOM-killed
-	fi
-	case_end "$mode" "memcached $name" "$status" "$CASE/memcached.log"
-	status=$CASE_STATUS
-	rm -f "$WBFILE"
+	server_end "$mode" "memcached $name" "$status" "$CASE/memcached.log"
+	status=$STATUS
 	printf 'name=%s\nmode=%s\ncompressor=%s\nbudget_mib=%s\nlimit_mib=%s\npool_cap_mib=%s\nfill_s=%s\nstatus=%s\n' \
 		"$name" "$mode" "$([ "$mode" = ram ] || [ "$mode" = swap ] || echo lzo)" \
 		"$([ "$mode" = ram ] || echo "$MBUDGET")" "$limit" "$([ "$wb" = wb ] && echo "$pool")" \
@@ -1667,7 +1668,7 @@ run_memcached_case() {  # NAME MODE [wb]
 # the end.  Cases as redis's.  --quick: 120,000 keys, 64 MiB, 2 + 5 s.
 # -> memcached.{json,md}
 run_memcached() {
-	local m modes="ram zswapd" load
+	local modes="ram zswapd" load
 	MBUDGET=256 MKEYS=480000 MWARM=5 MSECS=20 MCONNS=4 MSETPCT=10
 	[ $QUICK -eq 1 ] && MBUDGET=64 MKEYS=120000 MWARM=2 MSECS=5
 	if ! memcached_install; then
@@ -1681,16 +1682,7 @@ run_memcached() {
 	NCASES=$(($(echo $modes | wc -w) + 1))
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	SIZE=$((2 * MBUDGET + MBUDGET / 4))     # what the kernel's swap file and pool must hold
-	for m in $modes; do
-		case $m in
-		ram) run_memcached_case "all in RAM" ram ;;
-		swap) run_memcached_case swap swap ;;
-		zswap) run_memcached_case "zswap lzo" zswap ;;
-		zswapd)
-			run_memcached_case "zswapd lzo" zswapd
-			run_memcached_case "zswapd lzo + swap file" zswapd wb ;;
-		esac
-	done
+	server_cases run_memcached_case $modes
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --memcached --cases "$TMP/mcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(memcached -V)" \
