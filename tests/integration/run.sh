@@ -1595,11 +1595,10 @@ fork_held_finish() {
 	cat "$TMP/held.out" "$TMP/held.err"
 }
 
-t_fork_daemon_died() {
-	# zswapd SIGKILLed between a fork and the child's claim of its uffd: zswapd's copy was
-	# the only one, and the kernel dropped the child's registrations with it.  The child must
-	# end loudly; its inherited evicted pages would read as zeros.
-	fork_held_start connect
+# fork_held_killed AT: zswapd SIGKILLed while a forked child's shim is held at AT
+# (fork_held_start); the child must end loudly at its first inherited evicted page.
+fork_held_killed() {
+	fork_held_start "$1"
 	kill -KILL "$(dpid)"
 	[ "$(wait_daemon_exit)" = 137 ]
 	fork_held_finish
@@ -1607,6 +1606,13 @@ t_fork_daemon_died() {
 	grep -q "^child: signal 6$" "$TMP/held.out"
 	grep -q "aborting rather than letting it read zeros" "$TMP/held.err"
 	[ $HELD_RC -eq 0 ]
+}
+
+t_fork_daemon_died() {
+	# zswapd SIGKILLed between a fork and the child's claim of its uffd: zswapd's copy was
+	# the only one, and the kernel dropped the child's registrations with it.  The child must
+	# end loudly; its inherited evicted pages would read as zeros.
+	fork_held_killed connect
 }
 
 t_fork_daemon_stopped() {
@@ -1626,14 +1632,7 @@ t_fork_daemon_died_late() {
 	# child empties its beacon page: that MADV_DONTNEED is a REMOVE event nobody but the
 	# child's own watcher can read now.  The child must not wait there for good; it goes
 	# on, and its first touch of an inherited evicted page ends it loudly.
-	fork_held_start beacon
-	kill -KILL "$(dpid)"
-	[ "$(wait_daemon_exit)" = 137 ]
-	fork_held_finish
-	start_daemon
-	grep -q "^child: signal 6$" "$TMP/held.out"
-	grep -q "aborting rather than letting it read zeros" "$TMP/held.err"
-	[ $HELD_RC -eq 0 ]
+	fork_held_killed beacon
 }
 
 # wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
