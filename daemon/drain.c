@@ -9,8 +9,8 @@
  * outlived us would leave a first touch in a registered chunk waiting for
  * an answer forever, since the shim keeps its uffd open.  The beacon page
  * is filled first (drain_mark_beacon), for a forked child no shim claimed.
- * Then ZS_BYE tells the agent the stop was orderly.  The loop keeps serving faults and events
- * throughout, because the apps keep running.
+ * Then ZS_BYE tells the agent the stop was orderly.  The loop keeps
+ * serving faults and events throughout, because the apps keep running.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -190,8 +190,7 @@ static void orphan_read(struct orphan *o, int uffd, bool own)
 			if (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
 				orphan_unprotect(uffd, msg.arg.pagefault.address);
 			} else if (own) {
-				orphan_say(text, sizeof(text) - 1, msg.arg.pagefault.address);
-				orphan_abort();
+				shim_die(text, sizeof(text) - 1, msg.arg.pagefault.address);
 			} else {
 				orphan_poison(uffd, msg.arg.pagefault.address);
 			}

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "benchtime.h"
+#include "pagemix.h" /* mix64() */
 
 #define VALUE_LEN 1000
 #define CORPUS_LEN (1u << 20)
@@ -42,16 +43,6 @@
 #define CHECK_BATCH 100	   /* keys per multi-get of the check */
 
 static char *corpus;
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 /* 1 MiB of word salad, the same on every run: values are slices of it. */
 static void corpus_make(void)

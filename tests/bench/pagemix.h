@@ -13,7 +13,7 @@
 
 #define PAGE 4096u
 
-static uint64_t mix64(uint64_t x)
+static inline uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdull;
@@ -23,7 +23,7 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-static void fill_page(uint8_t *p, uint64_t idx)
+static inline void fill_page(uint8_t *p, uint64_t idx)
 {
 	static const char text[] = "the memory of a process that went cold comes back when touched ";
 	uint64_t h = mix64(idx + 17);

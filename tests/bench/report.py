@@ -709,19 +709,25 @@ def read_csv_row(path, test):
     return None
 
 
-def redis_case(d, clk_tck):
-    c = case_figures(d, clk_tck)  # snapshots w (before GET) and m (after SET)
+def server_case(d, clk_tck):
+    """What a server case (redis, memcached) has beyond case_figures, and its meta."""
+    c = case_figures(d, clk_tck)
     meta = read_meta(os.path.join(d, "meta"))
-    c["populate_s"] = meta.get("populate_s")
     c["pool_cap_mib"] = meta.get("pool_cap_mib") or None
-    c["get"] = read_csv_row(os.path.join(d, "get.csv"), "GET")
-    c["set"] = read_csv_row(os.path.join(d, "set.csv"), "SET")
-    info = read_kv(os.path.join(d, "info.txt"), ":")
-    c["used_memory"] = info.get("used_memory")
     if c["mode"] == "zswapd" and c.get("zswapd_delta"):
         zd = c["zswapd_delta"]
         c["swap_io_bytes"] = (zd.get("swap_read_bytes") or 0) + (zd.get("swap_write_bytes") or 0)
     c.pop("workload", None)
+    return c, meta
+
+
+def redis_case(d, clk_tck):
+    c, meta = server_case(d, clk_tck)  # snapshots w (before GET) and m (after SET)
+    c["populate_s"] = meta.get("populate_s")
+    c["get"] = read_csv_row(os.path.join(d, "get.csv"), "GET")
+    c["set"] = read_csv_row(os.path.join(d, "set.csv"), "SET")
+    info = read_kv(os.path.join(d, "info.txt"), ":")
+    c["used_memory"] = info.get("used_memory")
     return c
 
 
@@ -805,19 +811,13 @@ How to read it:
 
 
 def memcached_case(d, clk_tck):
-    c = case_figures(d, clk_tck)  # snapshots w (after the warm-up) and m (after the window)
-    meta = read_meta(os.path.join(d, "meta"))
+    c, meta = server_case(d, clk_tck)  # snapshots w (after the warm-up) and m (after the window)
     c["fill_s"] = meta.get("fill_s")
-    c["pool_cap_mib"] = meta.get("pool_cap_mib") or None
     try:
         with open(os.path.join(d, "mc.json")) as f:
             c["client"] = json.loads(f.read().strip() or "null")
     except (OSError, ValueError):
         c["client"] = None
-    if c["mode"] == "zswapd" and c.get("zswapd_delta"):
-        zd = c["zswapd_delta"]
-        c["swap_io_bytes"] = (zd.get("swap_read_bytes") or 0) + (zd.get("swap_write_bytes") or 0)
-    c.pop("workload", None)
     return c
 
 

@@ -1486,6 +1486,19 @@ server_end() {
 	rm -f "$WBFILE"
 }
 
+# server_prepare BUDGET: what a server benchmark sets before its cases: the
+# cases it can run (SRV_MODES: the kernel's only where possible), their count,
+# the load average at start (SRV_LOAD), what the kernel's swap file and pool
+# must hold (SIZE: the dataset, about twice BUDGET, and some).
+server_prepare() {
+	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
+	HAVE_LIMIT=1 FAILED=0 NCASE=0 SRV_MODES="ram zswapd"
+	if kernel_cases_possible; then SRV_MODES="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
+	NCASES=$(($(echo $SRV_MODES | wc -w) + 1)) # zswapd: with and without a swap file
+	SRV_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+	SIZE=$((2 * $1 + $1 / 4))
+}
+
 # server_cases FN MODE...: the cases of a server benchmark, by FN NAME MODE [wb].
 server_cases() {
 	local fn=$1 m
@@ -1574,7 +1587,6 @@ run_redis_case() {  # NAME MODE [wb]
 }
 
 run_redis() {
-	local modes="ram zswapd" load
 	# ~1.1 KiB of redis memory per key: RKEYS keys are about 2×RBUDGET
 	RBUDGET=256 RKEYS=480000 RWARM=20000 RGETS=100000 RSETS=50000
 	[ $QUICK -eq 1 ] && RBUDGET=64 RKEYS=120000 RWARM=5000 RGETS=20000 RSETS=10000
@@ -1582,17 +1594,12 @@ run_redis() {
 		echo "bench: no redis-server and could not install it (apt-get install redis-server redis-tools): redis skipped" >&2
 		return 0
 	fi
-	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
-	HAVE_LIMIT=1 FAILED=0 NCASE=0
-	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
-	NCASES=$(($(echo $modes | wc -w) + 1))
-	load=$(cut -d' ' -f1-3 /proc/loadavg)
-	SIZE=$((2 * RBUDGET + RBUDGET / 4))     # what the kernel's swap file and pool must hold
-	server_cases run_redis_case $modes
+	server_prepare "$RBUDGET"
+	server_cases run_redis_case $SRV_MODES
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --redis --cases "$TMP/rcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(redis-server --version | cut -d' ' -f1-3)" \
-		--command "$(bench_command "$@")" --date "$stamp" --load "$load" \
+		--command "$(bench_command "$@")" --date "$stamp" --load "$SRV_LOAD" \
 		--size 0 --budget "$RBUDGET" --keys "$RKEYS" --gets "$RGETS" --sets "$RSETS" --seconds 0 --warmup 0
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a redis run lost or corrupted data, or did not finish (see above)" >&2
@@ -1668,7 +1675,6 @@ run_memcached_case() {  # NAME MODE [wb]
 # the end.  Cases as redis's.  --quick: 120,000 keys, 64 MiB, 2 + 5 s.
 # -> memcached.{json,md}
 run_memcached() {
-	local modes="ram zswapd" load
 	MBUDGET=256 MKEYS=480000 MWARM=5 MSECS=20 MCONNS=4 MSETPCT=10
 	[ $QUICK -eq 1 ] && MBUDGET=64 MKEYS=120000 MWARM=2 MSECS=5
 	if ! memcached_install; then
@@ -1676,17 +1682,12 @@ run_memcached() {
 		return 0
 	fi
 	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/mcload" "$ROOT/tests/bench/mcload.c" -lpthread
-	MEMTOTAL_MIB=$(($(sed -n 's/^MemTotal:\s*\([0-9]*\).*/\1/p' /proc/meminfo) / 1024))
-	HAVE_LIMIT=1 FAILED=0 NCASE=0
-	if kernel_cases_possible; then modes="ram swap zswap zswapd"; else echo "bench: $KERNEL_SKIP" >&2; fi
-	NCASES=$(($(echo $modes | wc -w) + 1))
-	load=$(cut -d' ' -f1-3 /proc/loadavg)
-	SIZE=$((2 * MBUDGET + MBUDGET / 4))     # what the kernel's swap file and pool must hold
-	server_cases run_memcached_case $modes
+	server_prepare "$MBUDGET"
+	server_cases run_memcached_case $SRV_MODES
 	rm -f "$SWAPFILE"
 	python3 "$ROOT/tests/bench/report.py" --memcached --cases "$TMP/mcases" --out "$OUT" \
 		--host "$host, $(awk -v m="$MEMTOTAL_MIB" 'BEGIN { printf "%.1f", m / 1024 }') GiB RAM, $(memcached -V)" \
-		--command "$(bench_command "$@")" --date "$stamp" --load "$load" \
+		--command "$(bench_command "$@")" --date "$stamp" --load "$SRV_LOAD" \
 		--size 0 --budget "$MBUDGET" --keys "$MKEYS" --seconds "$MSECS" --warmup "$MWARM"
 	if [ $FAILED -ne 0 ]; then
 		echo "bench: FAILED: a memcached run lost or corrupted data, or did not finish (see above)" >&2
