@@ -160,15 +160,31 @@ install: all
 	install -m 0644 conf/zswapd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 
 # Installs and starts the daemon with the repo's default config: through
-# systemd where it runs the machine, else as a background process.
+# systemd where it runs the machine, else as a background process.  If the
+# installed zswapd runs already, it is upgraded in place (SIGUSR2): the new
+# binary takes over every evicted page without faulting one back.
+LOGFILE ?= /var/log/zswapd.log
 start: install
 	@if [ -d /run/systemd/system ]; then \
-		systemctl daemon-reload && systemctl enable --now zswapd.socket zswapd.service && \
+		systemctl daemon-reload && \
+		if systemctl -q is-active zswapd.service; then \
+			systemctl kill -s USR2 zswapd.service && sleep 1; \
+		else \
+			systemctl enable --now zswapd.socket zswapd.service; \
+		fi && \
 		systemctl --no-pager status zswapd.service | head -n 5; \
+	elif pid=$$(pgrep -of "^$(DESTDIR)$(SBINDIR)/zswapd "); then \
+		before=$$($(BUILD)/zswapctl stats | awk '$$1 == "upgrades" { print $$2 }'); \
+		kill -USR2 $$pid; \
+		for i in $$(seq 100); do \
+			now=$$($(BUILD)/zswapctl stats 2>/dev/null | awk '$$1 == "upgrades" { print $$2 }'); \
+			[ -n "$$now" ] && [ "$$now" != "$$before" ] && break; sleep 0.1; \
+		done; \
+		[ "$$now" != "$$before" ] || { echo "zswapd did not upgrade; see $(LOGFILE)"; exit 1; }; \
+		echo "zswapd (pid $$pid) upgraded in place, every page kept; log in $(LOGFILE)"; \
 	else \
-		pkill -x zswapd 2>/dev/null && sleep 1; \
-		$(DESTDIR)$(SBINDIR)/zswapd -c $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf 2>>/var/log/zswapd.log && \
-		echo "zswapd started (no systemd here); log in /var/log/zswapd.log"; \
+		$(DESTDIR)$(SBINDIR)/zswapd -c $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf 2>>$(LOGFILE) && \
+		echo "zswapd started (no systemd here); log in $(LOGFILE)"; \
 	fi
 	@$(BUILD)/zswapctl stats | head -n 3
 

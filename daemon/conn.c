@@ -43,9 +43,37 @@ static void conn_shed(struct daemon *d)
 	}
 }
 
-void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
+/* A connection on socket fd (closed on failure), its peer from SO_PEERCRED. */
+int conn_new(struct daemon *d, int fd, struct conn **ret_conn)
 {
 	socklen_t len;
+	struct conn *c;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->d = d;
+	c->w.fd = fd;
+	c->w.fn = conn_ready;
+	len = sizeof(c->cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
+	    watch_add(d->epfd, &c->w, EPOLLIN) < 0) {
+		int r = -errno;
+
+		close(fd);
+		free(c);
+		return r;
+	}
+	c->next = d->conns;
+	d->conns = c;
+	*ret_conn = c;
+	return 0;
+}
+
+void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
+{
 	struct conn *c;
 	int fd;
 
@@ -59,23 +87,7 @@ void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
 				log_warning_errno(-errno, "accept failed: %m, ignoring");
 			return;
 		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->d = d;
-		c->w.fd = fd;
-		c->w.fn = conn_ready;
-		len = sizeof(c->cred);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
-		    watch_add(d->epfd, &c->w, EPOLLIN) < 0) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->next = d->conns;
-		d->conns = c;
+		(void)conn_new(d, fd, &c);
 	}
 }
 
@@ -140,7 +152,8 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 		return -EPERM;
 	}
 	if (d->stopping) {
-		proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+		proto_send_error(c->w.fd, h->seq, d->upgrading ? -EAGAIN : -ESHUTDOWN,
+				 d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
 		return -ESHUTDOWN;
 	}
 	c->kind = CONN_SHIM;

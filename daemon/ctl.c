@@ -105,7 +105,8 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 	if (!ctl_find_target(c, h, req->pid, "reclaim", &t))
 		return 0;
 	if (c->d->stopping)
-		return proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+		return proto_send_error(c->w.fd, h->seq, c->d->upgrading ? -EAGAIN : -ESHUTDOWN,
+					c->d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
 	if (t->restore)
 		return proto_send_error(c->w.fd, h->seq, -EBUSY,
 					"a restore of this process is running");
@@ -189,7 +190,8 @@ static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 	if (!ctl_find_target(c, h, req->pid, "restore", &t))
 		return 0;
 	if (c->d->stopping)
-		return proto_send_error(c->w.fd, h->seq, -ESHUTDOWN, "zswapd is stopping");
+		return proto_send_error(c->w.fd, h->seq, c->d->upgrading ? -EAGAIN : -ESHUTDOWN,
+					c->d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
 	r = restore_start(t, c, h->seq);
 	if (r == -EBUSY)
 		return proto_send_error(c->w.fd, h->seq, r, "a restore of this process is running");

@@ -19,6 +19,8 @@
  * the same order, lowest first):
  *   loop, main          the turn: events, then each module's per-turn work,
  *                       then the reaper
+ *   upgrade, handover_save, handover_load   SIGUSR2: the binary replaced in
+ *                       place, every page kept
  *   conn, ctl, stats    the control socket
  *   drain, restore      stop; swapoff for one process
  *   group, proactive    budgets of many processes, cgroup limits; cold
@@ -354,6 +356,12 @@ struct daemon {
 	uint64_t pressure_until_usec;
 	bool pressure_told;
 	int exit_code;
+	/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
+	bool upgrading;	      /* quiescing for it: stopping is set too */
+	char **argv;	      /* as we were started: the new binary gets the same */
+	char exe_path[4096];  /* the binary we were started from, exec'd by an upgrade */
+	int handover_fd;      /* the image we were started with, -1 if none */
+	int kept_swap_fd;     /* the swap file's descriptor, from that image; -1 */
 };
 
 
@@ -392,6 +400,8 @@ int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry
 /* The e->len bytes of e's object at obj, wherever they were read from, into page. */
 int entry_unpack(struct daemon *d, const struct entry *e, const void *obj, void *page);
 bool entry_stores_incompressible(const struct daemon *d);
+/* Counts an entry rebuilt from a handover image in the levels, as a store would. */
+int entry_account(struct daemon *d, struct entry *e);
 /* The pool's size for its limit: near the limit its cached empty slabs go first. */
 uint64_t entry_pool_size(struct daemon *d);
 /* A COMP entry whose object is the page as it is (store_incompressible), not compressed. */
@@ -418,6 +428,12 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 /* The child of a fork, with every entry of the parent shared; its uffd is served as the parent's. */
 int target_new_child(struct target *parent, int uffd, struct target **ret_child);
 int target_set_pid(struct target *t, pid_t pid);
+/* A target inherited across an in-place upgrade (handover_load.c): its descriptors, and nothing else yet. */
+int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, int pidfd,
+		     int staging_fd, uint32_t staging_pages,
+		     void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
+		     struct target **ret_target);
+
 int target_adopt(struct target *t, struct conn *c);
 /* Marks it dead (it says why, once); the reaper cancels what it had going and frees it. */
 void target_kill(struct target *t, const char *why);
@@ -484,6 +500,8 @@ bool wb_read_room(const struct daemon *d);
 int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
 void wb_forget_target(struct target *t);
 bool wb_busy(const struct daemon *d);
+/* The swap file's descriptor, -1 if there is none. */
+int wb_fd(const struct daemon *d);
 
 /* load.c */
 /*
@@ -584,6 +602,21 @@ bool restore_active(const struct daemon *d);
 void restore_continue(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
 
+/* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
+#define HANDOVER_VERSION 1
+#define ZSWAPD_HANDOVER_ENV "ZSWAPD_HANDOVER_FD" /* the image's descriptor, for the new binary */
+/* Writes the image into fd, emptying the pool into it; < 0: nothing changed. Aborts past that. */
+int handover_save(struct daemon *d, int fd);
+/* The new binary: the image's header, over the config (compressor, swap file, socket). */
+int handover_prepare(struct daemon *d, int fd);
+/* Then, once the daemon is set up: every entry, process and connection. */
+int handover_load(struct daemon *d);
+
+/* upgrade.c */
+void upgrade_begin(struct daemon *d);
+void upgrade_abandon(struct daemon *d, const char *why);
+void upgrade_step(struct daemon *d);
+
 /* drain.c */
 void drain_begin(struct daemon *d);
 bool drain_step(struct daemon *d);
@@ -597,6 +630,7 @@ size_t stats_fill(struct daemon *d, struct zs_stat *out, size_t max);
 int ctl_handle(struct conn *c, const struct zs_hdr *h);
 
 /* conn.c */
+int conn_new(struct daemon *d, int fd, struct conn **ret_conn);
 void conn_accept(struct daemon *d, struct watch *w, uint32_t events);
 void conn_close(struct conn *c, const char *why);
 void conn_reap(struct daemon *d);

@@ -146,6 +146,32 @@ fail:
 }
 
 /*
+ * An entry rebuilt from a handover image (handover_load.c), its object already
+ * in the pool, the swap file or e->val: counted in the levels as
+ * entry_store() would have counted it, and on its LRU, but not as a store.
+ * -ERANGE: it says it is on disk, and this swap file has no such block.
+ */
+int entry_account(struct daemon *d, struct entry *e)
+{
+	if (e->kind == ENTRY_SAME) {
+		d->st.same_filled_pages++;
+	} else if (e->kind == ENTRY_RAW) {
+		d->st.raw_pages++;
+	} else {
+		if (entry_as_is(e))
+			d->st.stored_incompressible_pages++;
+		if (e->where == ENTRY_IN_POOL) {
+			d->st.compressed_bytes += e->len;
+			entry_lru_add(d, e, false);
+		} else if (!d->swapmap || swapmap_adopt(d->swapmap, e->disk / SWAPMAP_BLOCK) < 0) {
+			return -ERANGE; /* on disk, past the end of this swap file */
+		}
+	}
+	d->st.stored_pages++;
+	return 0;
+}
+
+/*
  * A refused page the agent already dropped must go back into the process,
  * but UFFDIO_COPY can say EAGAIN (the app is in the middle of an madvise or
  * mremap).  The data must not be lost meanwhile: keep the page as it is, in

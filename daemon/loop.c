@@ -192,7 +192,9 @@ int loop_run(struct daemon *d)
 		loop_compact(d);
 		loop_reap(d);
 		loop_housekeeping(d);
-		if (d->stopping && drain_step(d))
+		if (d->upgrading)
+			upgrade_step(d); /* execs the new binary once quiet */
+		else if (d->stopping && drain_step(d))
 			return d->exit_code;
 	}
 }

@@ -40,11 +40,13 @@ static void usage(FILE *f)
 		"  -f, --foreground         stay in the foreground (logs go to stderr either way)\n"
 		"      --compressor NAME    lzo, lz4 or zstd (overrides the config)\n"
 		"      --check-config       validate the configuration and exit\n"
+		"      --handover-version   the version of the upgrade image this binary reads\n"
 		"  -h, --help               this text\n");
 }
 
 struct args {
 	const char *config;
+	bool handover_version;
 	const char *socket;
 	const char *compressor;
 	bool foreground;
@@ -53,13 +55,14 @@ struct args {
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_COMPRESSOR = 256, OPT_CHECK };
+	enum { OPT_COMPRESSOR = 256, OPT_CHECK, OPT_HANDOVER_VERSION };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "compressor", required_argument, NULL, OPT_COMPRESSOR },
 		{ "check-config", no_argument, NULL, OPT_CHECK },
+		{ "handover-version", no_argument, NULL, OPT_HANDOVER_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -81,6 +84,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_CHECK:
 			a->check_only = true;
+			break;
+		case OPT_HANDOVER_VERSION:
+			a->handover_version = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -186,8 +192,11 @@ static int listen_socket(const char *path)
 
 static int setup_listen(struct daemon *d)
 {
-	int n = sd_listen_fds(1);
+	int n;
 
+	if (d->listen_w.fd >= 0) /* handed over by the binary we replaced */
+		goto watch;
+	n = sd_listen_fds(1);
 	if (n > 1)
 		return log_error_errno(-EINVAL, "Expected one socket from systemd, got %d", n);
 	if (n == 1) {
@@ -203,6 +212,7 @@ static int setup_listen(struct daemon *d)
 		if (d->listen_w.fd < 0)
 			return d->listen_w.fd;
 	}
+watch:
 	d->listen_w.fn = conn_accept;
 	return watch_add(d->epfd, &d->listen_w, EPOLLIN);
 }
@@ -272,10 +282,14 @@ static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
 
 	(void)events;
 	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
+		if (si.ssi_signo == SIGHUP) {
 			reload_config(d);
-		else
+		} else if (si.ssi_signo == SIGUSR2) {
+			upgrade_begin(d);
+		} else {
+			upgrade_abandon(d, "asked to stop");
 			drain_begin(d);
+		}
 	}
 }
 
@@ -287,6 +301,7 @@ static int setup_signals(struct daemon *d)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->signal_w.fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -428,12 +443,39 @@ static void daemon_teardown(struct daemon *d)
 		close(d->epfd);
 }
 
+/* The binary we run from, for an upgrade to exec again once replaced. */
+static void remember_exe(struct daemon *d, char **argv)
+{
+	static const char deleted[] = " (deleted)";
+	ssize_t n = readlink("/proc/self/exe", d->exe_path, sizeof(d->exe_path) - 1);
+	size_t len = n > 0 ? (size_t)n : 0;
+
+	d->exe_path[len] = '\0';
+	if (len > sizeof(deleted) - 1 && !strcmp(d->exe_path + len - (sizeof(deleted) - 1), deleted))
+		d->exe_path[len - (sizeof(deleted) - 1)] = '\0';
+	d->argv = argv;
+}
+
+/* Started by an upgrade (upgrade.c): the image's descriptor; -1 if not. */
+static int handover_fd_from_env(void)
+{
+	const char *s = getenv(ZSWAPD_HANDOVER_ENV);
+	char *end;
+	long fd;
+
+	if (!s)
+		return -1;
+	fd = strtol(s, &end, 10);
+	unsetenv(ZSWAPD_HANDOVER_ENV);
+	return *end || fd < 0 || fd > 1 << 20 ? -1 : (int)fd;
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
-			    .pressure_w.fd = -1 };
+			    .pressure_w.fd = -1, .handover_fd = -1, .kept_swap_fd = -1 };
 	struct args a = { 0 };
-	int ready_fd = -1, r;
+	int ready_fd = -1, handover_fd = handover_fd_from_env(), r;
 
 	/* A core dump would hold every served process's evicted memory. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -443,14 +485,21 @@ int main(int argc, char **argv)
 	}
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
+	if (a.handover_version) {
+		printf("zswapd handover %d\n", HANDOVER_VERSION);
+		return 0;
+	}
+	remember_exe(&d, argv);
 	if (load_config(&d, &a) < 0)
+		return 1;
+	if (handover_fd >= 0 && handover_prepare(&d, handover_fd) < 0)
 		return 1;
 	if (a.check_only) {
 		printf("%s: OK\n", d.cfg_path[0] ? d.cfg_path : "(built-in defaults)");
 		return 0;
 	}
 	d.sd_notify = getenv("NOTIFY_SOCKET") != NULL;
-	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS")) {
+	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS") && handover_fd < 0) {
 		r = background(&ready_fd);
 		if (r != 0)
 			return r < 0 ? 1 : 0;
@@ -458,6 +507,8 @@ int main(int argc, char **argv)
 	if (sd_watchdog_enabled(0, &d.watchdog_usec) <= 0)
 		d.watchdog_usec = 0;
 	r = daemon_setup(&d);
+	if (r == 0 && handover_fd >= 0)
+		r = handover_load(&d);
 	if (r < 0) {
 		if (d.sd_notify)
 			sd_notifyf(0, "ERRNO=%d", -r);

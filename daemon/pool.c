@@ -669,6 +669,41 @@ size_t pool_obj_len(struct pool *p, uint64_t handle)
 	return pool_lookup(p, handle, "obj_len")->len;
 }
 
+/*
+ * Slab by slab, so that each slab goes back as soon as its objects are
+ * handed on: the caller copies the pool somewhere else (a handover image)
+ * without ever holding two copies of it.
+ */
+int pool_drain(struct pool *p, int (*fn)(uint64_t handle, const void *obj, size_t len, void *arg),
+	       void *arg)
+{
+	for (uint32_t id = 0; id < p->nr_ids; id++) {
+		struct pool_slab *s = p->slabs[id];
+		uint16_t nr_slots;
+
+		if (!s)
+			continue;
+		nr_slots = p->classes[s->cls].nr_slots;
+		for (uint16_t slot = 0; slot < nr_slots; slot++) {
+			uint32_t h = s->slot_handle[slot];
+			bool last;
+			int r;
+
+			if (!h)
+				continue;
+			r = fn(h, pool_map(p, h), p->handles[h].len, arg);
+			if (r < 0)
+				return r;
+			last = s->nr_used == 1;
+			pool_release(p, h); /* the last one frees s */
+			if (last)
+				break;
+		}
+	}
+	pool_drop_cache(p);
+	return 0;
+}
+
 /* Whole slabs' worth of free slots in the class: what compaction can return. */
 static uint64_t pool_class_spare_slabs(const struct pool_class *c)
 {

@@ -64,6 +64,14 @@ size_t pool_trim(struct pool *p);
 /* Unmaps every empty slab kept for reuse, and returns their bytes. */
 size_t pool_drop_cache(struct pool *p);
 
+/*
+ * Hands every live object to fn, then releases it, slab by slab: the pool
+ * ends empty, its memory given back as it goes.  A negative return from fn
+ * stops the walk and is returned; the objects not yet handed on stay.
+ */
+int pool_drain(struct pool *p, int (*fn)(uint64_t handle, const void *obj, size_t len, void *arg),
+	       void *arg);
+
 /* Bytes of slab memory held from the kernel (what zswap calls pool_total_size),
  * the cached empty slabs included. */
 uint64_t pool_total_size(const struct pool *p);

@@ -76,6 +76,16 @@ void swapmap_get(struct swapmap *m, uint64_t b)
 	m->live[b]++;
 }
 
+int swapmap_adopt(struct swapmap *m, uint64_t b)
+{
+	if (b >= m->nblocks)
+		return -ERANGE;
+	if (swapmap_block_free(m, b))
+		m->used_blocks++;
+	m->live[b]++;
+	return 0;
+}
+
 void swapmap_put(struct swapmap *m, uint64_t b)
 {
 	if (m->live[b] > 0)

@@ -89,11 +89,13 @@ static int target_register_beacon(struct target *t)
 	return uffd_register(t->uffd_w.fd, t->beacon, ZS_PAGE_SIZE);
 }
 
-static int target_watch_pid(struct target *t)
+/* Watches pidfd fd (ours now, closed on failure); -1 opens one of t->pid. */
+static int target_watch_pid(struct target *t, int fd)
 {
-	int fd, r;
+	int r;
 
-	fd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	if (fd < 0)
+		fd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (fd < 0)
 		return -errno;
 	t->pidfd_w.fd = fd;
@@ -106,7 +108,7 @@ static int target_watch_pid(struct target *t)
 	return 0;
 }
 
-int target_set_pid(struct target *t, pid_t pid)
+static int target_name(struct target *t, pid_t pid, int pidfd)
 {
 	t->pid = pid;
 	if (proc_comm(pid, t->comm, sizeof(t->comm)) < 0)
@@ -116,32 +118,44 @@ int target_set_pid(struct target *t, pid_t pid)
 	if (cgroup_of_pid(pid, t->cgroup, sizeof(t->cgroup)) < 0)
 		t->cgroup[0] = '\0';
 	t->d->cgroups_changed = true; /* the loop looks for its cgroup's limit now */
-	return target_watch_pid(t);
+	return target_watch_pid(t, pidfd);
+}
+
+int target_set_pid(struct target *t, pid_t pid)
+{
+	return target_name(t, pid, -1);
+}
+
+/* Maps staging memfd fd of pages slots (the fd is t's now, even on failure). */
+static int target_map_staging(struct target *t, int fd, uint32_t pages)
+{
+	/* The slots, then the page of veto bytes (ZS_STAGING_VETO). */
+	size_t len = ((size_t)pages + 1) * ZS_PAGE_SIZE;
+	void *p;
+
+	t->staging_fd = fd;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	t->staging = p;
+	t->staging_pages = pages;
+	return 0;
 }
 
 /* A staging area of its own for a shim: where its agent copies pages out. */
 static int target_make_staging(struct target *t)
 {
-	/* The slots, then the page of veto bytes (ZS_STAGING_VETO). */
-	size_t len = ((size_t)t->d->cfg.evict_batch_pages + 1) * ZS_PAGE_SIZE;
-	void *p;
+	uint32_t pages = t->d->cfg.evict_batch_pages;
 	int fd;
 
 	fd = memfd_create("zswapd-staging", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0)
-		goto fail;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		goto fail;
-	t->staging_fd = fd;
-	t->staging = p;
-	t->staging_pages = t->d->cfg.evict_batch_pages;
-	return 0;
-fail:
-	close(fd);
-	return -errno;
+	if (ftruncate(fd, (off_t)(((size_t)pages + 1) * ZS_PAGE_SIZE)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	return target_map_staging(t, fd, pages);
 }
 
 /* Connects a registered shim (ours or a forked child's) and sends ZS_READY. */
@@ -256,6 +270,43 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 		return r;
 	}
 	*ret_child = child;
+	return 0;
+}
+
+/*
+ * A target handed over by the zswapd we replaced (handover_load.c), its uffd past
+ * UFFDIO_API with features, its pidfd (-1: not named yet) and its staging
+ * memfd (-1: none) inherited across the exec.  Every descriptor is the
+ * target's from here on, success or not.
+ */
+int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, int pidfd,
+		     int staging_fd, uint32_t staging_pages,
+		     void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
+		     struct target **ret_target)
+{
+	struct target *t;
+	int r;
+
+	r = target_alloc(d, uffd, uffd_ready, &t);
+	if (r < 0) {
+		close(uffd);
+		if (pidfd >= 0)
+			close(pidfd);
+		if (staging_fd >= 0)
+			close(staging_fd);
+		return r;
+	}
+	t->features = features;
+	r = staging_fd >= 0 ? target_map_staging(t, staging_fd, staging_pages) : 0;
+	if (r == 0 && pid)
+		r = target_name(t, pid, pidfd);
+	else if (pidfd >= 0)
+		close(pidfd);
+	if (r < 0) {
+		target_kill(t, "handover failed");
+		return r;
+	}
+	*ret_target = t;
 	return 0;
 }
 

@@ -507,7 +507,10 @@ int wb_open(struct daemon *d)
 	wb = calloc(1, sizeof(*wb));
 	if (!wb)
 		return -ENOMEM;
-	wb->fd = open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* An upgrade hands its descriptor on: the file holds pages (handover_load.c). */
+	wb->fd = d->kept_swap_fd >= 0 ? d->kept_swap_fd
+				      : open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	d->kept_swap_fd = -1;
 	if (wb->fd < 0) {
 		r = log_error_errno(-errno, "Failed to open swap file %s: %m", path);
 		goto fail_free;
@@ -577,6 +580,11 @@ void wb_close(struct daemon *d)
 	free(wb);
 	d->wb = NULL;
 	d->swapmap = NULL;
+}
+
+int wb_fd(const struct daemon *d)
+{
+	return d->wb ? d->wb->fd : -1;
 }
 
 bool wb_busy(const struct daemon *d)

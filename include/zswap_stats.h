@@ -76,6 +76,7 @@
 	X(proactive_backed_off, GAUGE, DERIVED, "processes whose proactive sweeps back off (refaults or stall over target)") \
 	X(groups, GAUGE, DERIVED, "groups held under one budget: zswapctl limit --all/--cgroup, followed cgroup limits") \
 	X(group_reclaims, COUNTER, FIELD, "reclaims a group budget or cgroup limit started on one of its processes") \
-	X(pressure_events, COUNTER, FIELD, "memory pressure events: the host's PSI trigger and cgroups'")
+	X(pressure_events, COUNTER, FIELD, "memory pressure events: the host's PSI trigger and cgroups'") \
+	X(upgrades, COUNTER, FIELD, "in-place upgrades (SIGUSR2): a new binary took over every page without faulting one back")
 
 #endif

@@ -26,6 +26,8 @@
  *   memtest evict-then-touch MIB                 evict, print "evicted", wait for SIGUSR1, touch
  *   memtest fork-then-touch MIB                  the same, with a child forked first that
  *                                                reads every page; says how it ended
+ *   memtest fork-wait MIB                        evict, fork a child sharing it all, print
+ *                                                "evicted", wait for SIGUSR1, both verify
  *   memtest churn                                reclaim and verify while another thread
  *                                                keeps the mm changing (madvise): refused
  *                                                pages must come back even when the kernel
@@ -1004,6 +1006,41 @@ static int t_wait_signal(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/* A parent and the child it forked after eviction share every entry: both wait, then verify. */
+static int t_fork_wait(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+	int status = 0, go[2];
+	char byte = 0;
+	pid_t c;
+
+	block_usr1();
+	fill(m, npages, 15);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	CHECK(pipe(go) == 0, "pipe failed");
+	c = fork();
+	if (c == 0) {
+		/* A pipe, not a signal: a forked child of a threaded process
+		 * under ThreadSanitizer may never run its handler. */
+		close(go[1]);
+		CHECK(read(go[0], &byte, 1) == 1, "no word from the parent");
+		verify(m, npages, 15, "child");
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(c > 0, "fork failed");
+	close(go[0]);
+	printf("evicted %ld kB resident\n", rss_anon_kb());
+	fflush(stdout);
+	wait_usr1();
+	CHECK(write(go[1], &byte, 1) == 1, "cannot wake the child");
+	verify(m, npages, 15, "parent");
+	CHECK(waitpid(c, &status, 0) == c && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the child failed");
+	return failures ? 1 : 0;
+}
+
 static sigjmp_buf bus_jmp;
 
 static void on_bus(int sig)
@@ -1518,7 +1555,7 @@ int main(int argc, char **argv)
 		{ "mremap", t_mremap },	  { "kernel", t_kernel },
 		{ "exec", t_exec },	  { "wait-signal", t_wait_signal },
 		{ "evict-then-touch", t_wait_signal }, { "plain", t_plain },
-		{ "fork-then-touch", t_wait_signal },
+		{ "fork-then-touch", t_wait_signal }, { "fork-wait", t_fork_wait },
 		{ "fork_reclaim", t_fork_reclaim }, { "fork_orphan", t_fork_orphan },
 		{ "fork_exclusive", t_fork_exclusive }, { "discard_stuck", t_discard_stuck },
 		{ "hold", t_hold },	  { "churn", t_churn },

@@ -1643,6 +1643,115 @@ t_fork_daemon_died_late() {
 }
 
 # wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
+# upgrade_to_new: a new file at the daemon's path, then SIGUSR2; waits for upgrades = $1.
+upgrade_to_new() {
+	cp "$B/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
+	kill -USR2 "$(dpid)"
+	for _ in $(seq 400); do
+		[ "$(stat_of upgrades)" = "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+t_upgrade() {
+	# SIGUSR2 execs the binary now at the path zswapd was started from, in
+	# the same process, and hands it every page (pool, swap file), process
+	# and connection: nothing is faulted back, every byte comes back right.
+	mkdir -p "$TMP/bin" && cp "$B/zswapd" "$TMP/bin/zswapd"
+	zswapd_bin() { "$TMP/bin/zswapd" "$@"; }
+	restart_with "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M"
+	local dp a b before after
+	dp=$(dpid)
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/up_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/up_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/up_a.out" && grep -q evicted "$TMP/up_b.out" && break
+		sleep 0.05
+	done
+	sleep 0.5 # the child's registration
+	"$CTL" stats >"$TMP/up.before"
+	"$CTL" list --json >"$TMP/up_list.before"
+	[ "$(stat_in "$TMP/up.before" written_back_pages)" -gt 1000 ] # some on disk
+	upgrade_to_new 1
+	[ "$(dpid)" = "$dp" ] && kill -0 "$dp"
+	# The new file runs now, not the replaced one.
+	[ "$(readlink "/proc/$dp/exe")" = "$TMP/bin/zswapd" ]
+	"$CTL" stats >"$TMP/up.after"
+	"$CTL" list --json >"$TMP/up_list.after"
+	cat "$TMP/daemon.log"
+	for k in stored_pages swap_used_bytes compressed_bytes loads stores written_back_pages; do
+		before=$(stat_in "$TMP/up.before" $k); after=$(stat_in "$TMP/up.after" $k)
+		echo "result: upgrade: $k $before -> $after"
+		[ "$before" = "$after" ]
+	done
+	python3 - "$TMP/up_list.before" "$TMP/up_list.after" <<'PY'
+import json, sys
+before, after = (json.load(open(f)) for f in sys.argv[1:])
+key = lambda ts: {t['pid']: (t['evicted_pages'], t['compressed_bytes']) for t in ts}
+assert len(before) == 3 and key(before) == key(after), (before, after)
+for b, a in zip(sorted(before, key=lambda t: t['pid']), sorted(after, key=lambda t: t['pid'])):
+    assert a['resident_pages'] <= b['resident_pages'] + 8, (b, a) # nothing faulted back
+PY
+	# Again while threads write and reclaim: their batches finish first.
+	LD_PRELOAD=$SHIM "$MEMTEST" threads >"$TMP/up_t.out" &
+	local th=$!
+	sleep 1
+	upgrade_to_new 2
+	wait $th
+	cat "$TMP/up_t.out"
+	# A binary that cannot take over is refused, and nothing changes.
+	chmod -x "$TMP/bin/zswapd"
+	kill -USR2 "$dp"
+	for _ in $(seq 100); do grep -q "cannot take over" "$TMP/daemon.log" && break; sleep 0.05; done
+	grep -q "cannot take over" "$TMP/daemon.log"
+	[ "$(stat_of upgrades)" = 2 ]
+	chmod +x "$TMP/bin/zswapd"
+	kill -USR1 $a $b
+	wait $a
+	wait $b
+	# A stop still drains, and exits 0.
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	zswapd_bin() { "$B/zswapd" "$@"; }
+	start_daemon
+	# Something that is not an image is refused before anything starts.
+	local rc=0
+	printf 'not a handover image' >"$TMP/junk"
+	ZSWAPD_HANDOVER_FD=7 "$B/zswapd" -f -s "$TMP/junk.sock" 7<"$TMP/junk" 2>"$TMP/junk.err" || rc=$?
+	cat "$TMP/junk.err"
+	[ $rc -eq 1 ] && grep -q "not one this zswapd reads" "$TMP/junk.err" && [ ! -e "$TMP/junk.sock" ]
+}
+
+t_make_start() {
+	# `make start` without systemd: starts the installed zswapd; run again,
+	# it upgrades that zswapd in place, and a served process keeps its pages.
+	[ -d /run/systemd/system ] && skip "systemd runs this machine: make start goes through it"
+	local root=$TMP/started dp pid
+	export ZSWAP_SOCKET=$TMP/started.sock
+	mstart() {
+		make -C "$ROOT" -s start BUILD="${BUILD:-build}" DESTDIR="$root" PREFIX=/usr \
+			UNITDIR=/lib/systemd/system LOGFILE="$TMP/started.log"
+	}
+	mstart
+	dp=$(pgrep -of "^$root/usr/sbin/zswapd ")
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 16 >"$TMP/started.out" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/started.out" && break; sleep 0.05; done
+	mstart | tee "$TMP/started.say"
+	grep -q "upgraded in place" "$TMP/started.say"
+	[ "$(pgrep -of "^$root/usr/sbin/zswapd ")" = "$dp" ]
+	[ "$(stat_of upgrades)" = 1 ]
+	[ "$(stat_of loads)" -lt 16 ] # nothing faulted back
+	kill -USR1 $pid
+	wait $pid
+	kill -TERM "$dp"
+	wait_gone "$dp" 60
+	cat "$TMP/started.log"
+}
+
 wait_gone() {
 	for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
 	return 1
@@ -1767,6 +1876,8 @@ run fork_daemon_died t_fork_daemon_died
 run fork_daemon_stopped t_fork_daemon_stopped
 run fork_daemon_died_late t_fork_daemon_died_late
 run daemon_killed_busy t_daemon_killed_busy
+run upgrade t_upgrade
+run make_start t_make_start
 
 if ! stop_daemon; then
 	echo "zswapd did not stop cleanly at the end"

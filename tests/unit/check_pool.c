@@ -895,6 +895,75 @@ START_TEST(test_handle_reuse)
 }
 END_TEST
 
+#define NR_DRAIN 3000
+
+struct drain_seen {
+	struct obj *o;
+	uint32_t n;
+	uint32_t seen, stop_after;
+	uint64_t total_at_half; /* pool_total_size() halfway: slabs already given back */
+	struct pool *p;
+};
+
+/* Finds the object by handle, checks its bytes and length, marks it seen. */
+static int drain_cb(uint64_t handle, const void *obj, size_t len, void *arg)
+{
+	struct drain_seen *ds = arg;
+
+	if (ds->stop_after && ds->seen == ds->stop_after)
+		return -EINTR;
+	for (uint32_t i = 0; i < ds->n; i++) {
+		struct obj *o = &ds->o[i];
+
+		if (!o->live || o->handle != handle)
+			continue;
+		ck_assert_uint_eq(len, o->len);
+		ck_assert_uint_eq(obj_bad_word(obj, o, 0), o->len);
+		ck_assert_uint_eq(obj_bad_word(obj, o, (o->len - 1u) / 8 * 8), o->len);
+		o->live = false; /* seen once, and released by the pool */
+		if (++ds->seen == ds->n / 2)
+			ds->total_at_half = pool_total_size(ds->p);
+		return 0;
+	}
+	ck_abort_msg("handle %llu handed on that is not live", (unsigned long long)handle);
+	return -EINVAL;
+}
+
+START_TEST(test_drain)
+{
+	struct obj *o = calloc(NR_DRAIN, sizeof(*o));
+	struct drain_seen ds = { .o = o, .n = NR_DRAIN };
+	uint64_t full;
+	struct pool *p;
+
+	ck_assert_int_eq(pool_new(&p), 0);
+	ds.p = p;
+	rng_state = 777;
+	for (uint32_t i = 0; i < NR_DRAIN; i++)
+		obj_alloc(p, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	/* A walk told to stop keeps what it did not hand on. */
+	ds.stop_after = 10;
+	ck_assert_int_eq(pool_drain(p, drain_cb, &ds), -EINTR);
+	ck_assert_uint_eq(pool_nr_objects(p), NR_DRAIN - 10);
+	for (uint32_t i = 0; i < NR_DRAIN; i++)
+		if (o[i].live)
+			obj_check(p, &o[i]);
+	/* Then all of it, each object once, each slab given back as it goes. */
+	full = pool_total_size(p);
+	ds.stop_after = 0;
+	ds.seen = 0;
+	ds.n = NR_DRAIN;
+	ck_assert_int_eq(pool_drain(p, drain_cb, &ds), 0);
+	ck_assert_uint_eq(ds.seen, NR_DRAIN - 10);
+	ck_assert_uint_lt(ds.total_at_half, full * 3 / 4);
+	ck_assert_uint_eq(pool_nr_objects(p), 0);
+	ck_assert_uint_eq(pool_total_size(p), 0);
+	ck_assert_uint_eq(pool_stored_bytes(p), 0);
+	pool_free(p);
+	free(o);
+}
+END_TEST
+
 START_TEST(test_compact_empty)
 {
 	struct obj o;
@@ -1188,6 +1257,7 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test(tc, test_distinct_handles);
 	tcase_add_test(tc, test_fullest_first);
 	tcase_add_test(tc, test_slab_cache);
+	tcase_add_test(tc, test_drain);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

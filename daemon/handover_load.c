@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * handover_load.c - the new binary of an in-place upgrade reads the image
+ * the one it replaced wrote (handover_save.c): the header first, over the
+ * config (handover_prepare), then, once the daemon is set up, every entry,
+ * pool object, process and connection (handover_load).  Each stretch of
+ * the image is punched out of the memfd once it is in the new pool, so the
+ * pool is never held twice.  Anything that does not add up is an error,
+ * and the caller exits: the processes then see zswapd die (shim/orphan.c),
+ * never a wrong page.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "handover.h"
+#include "idx.h"
+#include "log.h"
+#include "pool.h"
+
+struct ho_in {
+	int fd;
+	uint8_t *buf;
+	size_t pos, n;
+	uint64_t off;	 /* file offset of buf[0] */
+	uint64_t punched; /* given back up to here */
+};
+
+static int ho_fill(struct ho_in *in)
+{
+	ssize_t r;
+
+	in->off += in->n;
+	in->pos = in->n = 0;
+	if (in->off - in->punched >= HANDOVER_PUNCH) {
+		fallocate(in->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)in->punched,
+			  (off_t)(in->off - in->punched));
+		in->punched = in->off;
+	}
+	do
+		r = pread(in->fd, in->buf, HANDOVER_BUF, (off_t)in->off);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return r < 0 ? -errno : -EIO;
+	in->n = (size_t)r;
+	return 0;
+}
+
+static int ho_get(struct ho_in *in, void *p, size_t len)
+{
+	while (len) {
+		size_t k;
+
+		if (in->pos == in->n) {
+			int r = ho_fill(in);
+
+			if (r < 0)
+				return r;
+		}
+		k = in->n - in->pos < len ? in->n - in->pos : len;
+		memcpy(p, in->buf + in->pos, k);
+		in->pos += k;
+		p = (uint8_t *)p + k;
+		len -= k;
+	}
+	return 0;
+}
+
+/* An inherited descriptor, close-on-exec again: ours, not a child's. */
+static int ho_own(int fd)
+{
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+static int ho_header_read(int fd, struct ho_header *h)
+{
+	if (pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h))
+		return -EIO;
+	if (memcmp(h->magic, HANDOVER_MAGIC, sizeof(h->magic)) || h->version != HANDOVER_VERSION ||
+	    h->page_size != ZS_PAGE_SIZE)
+		return -EPROTO;
+	h->compressor[sizeof(h->compressor) - 1] = '\0';
+	h->recompressor[sizeof(h->recompressor) - 1] = '\0';
+	h->swap_file[sizeof(h->swap_file) - 1] = '\0';
+	h->socket[sizeof(h->socket) - 1] = '\0';
+	return 0;
+}
+
+int handover_prepare(struct daemon *d, int fd)
+{
+	struct ho_header h;
+	enum comp_alg alg;
+	int r;
+
+	r = ho_header_read(fd, &h);
+	if (r < 0)
+		return log_error_errno(r, "The handover image is not one this zswapd reads: %m");
+	/* What the image was made with stands, whatever the config says now. */
+	if (comp_parse(h.compressor, &alg) < 0)
+		return log_error_errno(-EPROTO, "Handover: unknown compressor %s", h.compressor);
+	if (alg != d->cfg.compressor)
+		log_warning("handover: keeping compressor %s, which the pool is in", h.compressor);
+	d->cfg.compressor = alg;
+	if (h.recompressor[0]) {
+		if (comp_parse(h.recompressor, &alg) < 0)
+			return log_error_errno(-EPROTO, "Handover: unknown compressor %s",
+					       h.recompressor);
+		d->cfg.recompressor = (int)alg;
+	}
+	d->cfg.evict_batch_pages = h.evict_batch_pages;
+	memcpy(d->cfg.socket, h.socket, sizeof(d->cfg.socket));
+	if (h.swap_fd >= 0 && (strcmp(h.swap_file, d->cfg.swap_file) ||
+			       h.swap_file_size != d->cfg.swap_file_size))
+		log_warning("handover: keeping swap file %s, which holds pages", h.swap_file);
+	memcpy(d->cfg.swap_file, h.swap_file, sizeof(d->cfg.swap_file));
+	d->cfg.swap_file_size = h.swap_fd >= 0 ? h.swap_file_size : 0;
+	d->kept_swap_fd = ho_own(h.swap_fd);
+	d->listen_w.fd = ho_own(h.listen_fd);
+	d->socket_activated = h.socket_activated;
+	d->next_batch_id = h.next_batch_id;
+	d->handover_fd = fd;
+	return 0;
+}
+
+#define HO_LOAD_STAT_COUNTER_FIELD(name) \
+	if (!strcmp(s.key, #name))       \
+		d->st.name = s.value;
+#define HO_LOAD_STAT_COUNTER_DERIVED(name)
+#define HO_LOAD_STAT_GAUGE_FIELD(name)
+#define HO_LOAD_STAT_GAUGE_DERIVED(name)
+#define HO_LOAD_STAT(name, kind, source, help) HO_LOAD_STAT_##kind##_##source(name)
+
+static int ho_load_stats(struct daemon *d, struct ho_in *in, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct ho_stat s;
+		int r = ho_get(in, &s, sizeof(s));
+
+		if (r < 0)
+			return r;
+		s.key[sizeof(s.key) - 1] = '\0';
+		ZS_STATS(HO_LOAD_STAT) /* a counter this binary has not: dropped */
+	}
+	return 0;
+}
+
+struct ho_loaded {
+	struct entry **ents;	/* by id */
+	uint64_t nents;
+	struct entry **by_handle; /* old pool handle -> entry */
+	uint64_t max_handle;
+	struct target **targets;
+	uint32_t ntargets;
+};
+
+static int ho_load_entries(struct ho_in *in, struct ho_loaded *l)
+{
+	for (uint64_t i = 0; i < l->nents; i++) {
+		struct ho_entry he;
+		struct entry *e;
+		void *page = NULL;
+		int r = ho_get(in, &he, sizeof(he));
+
+		if (r < 0)
+			return r;
+		if (he.kind < ENTRY_SAME || he.kind > ENTRY_RAW || he.where == ENTRY_WRITING ||
+		    he.where > ENTRY_ON_DISK || he.len > ZS_PAGE_SIZE ||
+		    (he.kind == ENTRY_COMP && he.where == ENTRY_IN_POOL &&
+		     (!he.val || he.val > l->max_handle || l->by_handle[he.val])))
+			return -EPROTO;
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		l->ents[i] = e;
+		e->kind = he.kind;
+		e->where = he.where;
+		e->recomp = he.recomp;
+		e->len = he.len;
+		e->stored_at = he.stored_at;
+		e->disk = he.disk;
+		if (he.kind == ENTRY_SAME) {
+			e->val = he.val;
+		} else if (he.kind == ENTRY_RAW) {
+			if (posix_memalign(&page, ZS_PAGE_SIZE, ZS_PAGE_SIZE))
+				return -ENOMEM;
+			e->val = (uint64_t)(uintptr_t)page;
+			r = ho_get(in, page, ZS_PAGE_SIZE);
+			if (r < 0)
+				return r;
+		} else if (he.where == ENTRY_IN_POOL) {
+			l->by_handle[he.val] = e; /* its bytes come with the pool's objects */
+		}
+	}
+	return 0;
+}
+
+static int ho_load_objects(struct daemon *d, struct ho_in *in, struct ho_loaded *l)
+{
+	for (;;) {
+		struct ho_obj ho;
+		struct entry *e;
+		uint64_t handle;
+		int r = ho_get(in, &ho, sizeof(ho));
+
+		if (r < 0)
+			return r;
+		if (!ho.handle)
+			return 0;
+		if (ho.handle > l->max_handle || !(e = l->by_handle[ho.handle]) || ho.len != e->len)
+			return -EPROTO;
+		r = pool_alloc(d->pool, ho.len, &handle);
+		if (r < 0)
+			return r;
+		e->val = handle;
+		l->by_handle[ho.handle] = NULL; /* each object once */
+		r = ho_get(in, pool_map(d->pool, handle), ho.len);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Counts each entry in, on its LRU in the old order; an entry with no object is an error. */
+static int ho_account_entries(struct daemon *d, struct ho_loaded *l)
+{
+	for (uint64_t h = 1; h <= l->max_handle; h++)
+		if (l->by_handle[h])
+			return -EPROTO;
+	for (uint64_t i = 0; i < l->nents; i++) {
+		int r = entry_account(d, l->ents[i]);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int ho_load_target(struct daemon *d, struct ho_in *in, struct ho_loaded *l,
+			  struct target **ret)
+{
+	struct ho_target ht;
+	struct target *t;
+	int r = ho_get(in, &ht, sizeof(ht));
+
+	if (r < 0)
+		return r;
+	if (ht.nexcl > ZS_AGENT_MAX_EXCL || ht.staging_pages > ZS_STAGING_MAX_SLOTS)
+		return -EPROTO;
+	r = target_take_over(d, ho_own(ht.uffd), ht.features, ht.pid, ho_own(ht.pidfd),
+			     ho_own(ht.staging_fd),
+			     ht.staging_pages, fault_uffd_ready, &t);
+	if (r < 0)
+		return r;
+	*ret = t;
+	t->uid = ht.uid;
+	memcpy(t->comm, ht.comm, sizeof(t->comm));
+	t->comm[sizeof(t->comm) - 1] = '\0';
+	t->agent_tid = ht.agent_tid;
+	t->beacon = ht.beacon;
+	t->nexcl = ht.nexcl;
+	memcpy(t->excl, ht.excl, sizeof(t->excl));
+	t->forked = ht.forked;
+	t->unclaimed = ht.unclaimed;
+	t->limit_set = ht.limit_set;
+	t->limit_bytes = ht.limit_bytes;
+	t->mismoves_seen = ht.mismoves_seen;
+	t->scan_cursor = ht.scan_cursor;
+	t->stores = ht.stores;
+	t->loads = ht.loads;
+	t->invalidates = ht.invalidates;
+	t->stall_usec = ht.stall_usec;
+	t->started_usec = ht.started_usec;
+	t->stored_bytes = ht.stored_bytes;
+	t->refused = ht.refused;
+	for (uint64_t i = 0; i < ht.npages; i++) {
+		struct ho_page p;
+		struct entry *e;
+
+		r = ho_get(in, &p, sizeof(p));
+		if (r < 0)
+			return r;
+		if (p.id >= l->nents || p.pgno >= IDX_PGNO_MAX)
+			return -EPROTO;
+		e = l->ents[p.id];
+		entry_get(e);
+		r = target_insert(t, p.pgno << ZS_PAGE_SHIFT, e);
+		if (r < 0) {
+			e->refs--;
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int ho_load_conns(struct daemon *d, struct ho_in *in, struct ho_loaded *l, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct ho_conn hc;
+		struct conn *c;
+		int r = ho_get(in, &hc, sizeof(hc));
+
+		if (r < 0)
+			return r;
+		if (hc.kind > CONN_SHIM || hc.target >= (int32_t)l->ntargets)
+			return -EPROTO;
+		r = conn_new(d, ho_own(hc.fd), &c);
+		if (r < 0) {
+			log_warning_errno(r, "handover: a connection is lost: %m");
+			continue;
+		}
+		c->kind = hc.kind;
+		c->hello_flags = hc.hello_flags;
+		if (hc.target >= 0 && l->targets[hc.target]) {
+			c->target = l->targets[hc.target];
+			c->target->conn = c;
+		}
+	}
+	return 0;
+}
+
+static void ho_load_groups(struct daemon *d, const struct ho_group *g, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct zs_group_reply rep;
+		const char *why;
+		char cg[CGROUP_PATH_MAX];
+
+		memcpy(cg, g[i].cgroup, sizeof(cg));
+		cg[sizeof(cg) - 1] = '\0';
+		if (group_set(d, cg, g[i].budget, false, &rep, &why) < 0)
+			log_warning("handover: the budget of group %s is lost: %s", cg[0] ? cg : "all",
+				    why ? why : "no memory");
+	}
+}
+
+/* Entries nothing names any more (a target that went): counted, then freed. */
+static void ho_drop_unnamed(struct daemon *d, struct ho_loaded *l)
+{
+	for (uint64_t i = 0; i < l->nents; i++) {
+		struct entry *e = l->ents[i];
+
+		if (e && !e->refs) {
+			e->refs = 1;
+			entry_put(d, e);
+		}
+	}
+}
+
+int handover_load(struct daemon *d)
+{
+	struct ho_in in = { .fd = d->handover_fd, .off = sizeof(struct ho_header) };
+	struct ho_loaded l = { 0 };
+	struct ho_group *groups = NULL;
+	struct ho_header h;
+	uint64_t pages = 0;
+	int r;
+
+	r = ho_header_read(d->handover_fd, &h);
+	if (r < 0)
+		return r;
+	in.punched = 0;
+	in.buf = malloc(HANDOVER_BUF);
+	l.nents = h.nentries;
+	l.max_handle = h.max_handle;
+	l.ntargets = h.ntargets;
+	l.ents = calloc(h.nentries ? h.nentries : 1, sizeof(*l.ents));
+	l.by_handle = calloc(h.max_handle + 1, sizeof(*l.by_handle));
+	l.targets = calloc(h.ntargets ? h.ntargets : 1, sizeof(*l.targets));
+	groups = calloc(h.ngroups ? h.ngroups : 1, sizeof(*groups));
+	if (!in.buf || !l.ents || !l.by_handle || !l.targets || !groups) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = ho_load_stats(d, &in, h.nstats);
+	if (r == 0)
+		r = ho_get(&in, groups, (size_t)h.ngroups * sizeof(*groups));
+	if (r == 0)
+		r = ho_load_entries(&in, &l);
+	if (r == 0)
+		r = ho_load_objects(d, &in, &l);
+	if (r == 0)
+		r = ho_account_entries(d, &l);
+	for (uint32_t i = 0; r == 0 && i < h.ntargets; i++) {
+		r = ho_load_target(d, &in, &l, &l.targets[i]);
+		if (r == 0)
+			pages += idx_count(l.targets[i]->idx);
+	}
+	if (r == 0)
+		r = ho_load_conns(d, &in, &l, h.nconns);
+	if (r < 0)
+		goto out;
+	ho_drop_unnamed(d, &l);
+	ho_load_groups(d, groups, h.ngroups);
+	/* A forked child no shim claimed was getting its pages back: on with it. */
+	for (uint32_t i = 0; i < h.ntargets; i++)
+		if (l.targets[i]->unclaimed && idx_count(l.targets[i]->idx) &&
+		    restore_start(l.targets[i], NULL, 0) < 0)
+			log_warning("pid %d: cannot bring its pages back", (int)l.targets[i]->pid);
+	d->st.upgrades++;
+	log_info("took over %u processes and %llu evicted pages in %llu ms", h.ntargets,
+		 (unsigned long long)pages,
+		 (unsigned long long)((now_usec() - h.saved_usec) / 1000));
+out:
+	/* On failure what was rebuilt is left as it is: the caller exits. */
+	if (r < 0)
+		log_error_errno(r, "Failed to read the handover image: %m");
+	close(d->handover_fd);
+	d->handover_fd = -1;
+	free(in.buf);
+	free(l.ents);
+	free(l.by_handle);
+	free(l.targets);
+	free(groups);
+	return r;
+}

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * handover_save.c - zswapd's state, written into a memfd for the binary
+ * that replaces it in place (upgrade.c); handover_load.c reads it back.
+ *
+ * The image is what a quiet daemon holds and the kernel does not: every
+ * entry (its bytes, or where on the swap file they are), every target's
+ * index, and which descriptor is which.  The descriptors themselves (each
+ * uffd, pidfd, staging memfd and connection, the listening socket, the
+ * swap file) cross the exec as they are, FD_CLOEXEC cleared, so the
+ * processes see nothing: the same pid serves them, on the same sockets,
+ * through the same uffds.  Faults that arrive meanwhile wait in their uffd
+ * for the new binary to read them, as they wait for any busy daemon.
+ *
+ * Memory: the pool is written slab by slab and each slab is given back
+ * once written (pool_drain), and the new binary punches each stretch of
+ * the image out of the memfd once it has read it into its own pool: at no
+ * moment are there two copies of the pool, only a slab or a stretch more.
+ *
+ * The records: handover.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "handover.h"
+#include "idx.h"
+#include "log.h"
+#include "pool.h"
+
+struct ho_out {
+	int fd;
+	uint8_t *buf;
+	size_t n;
+	uint64_t off; /* where buf goes in the file */
+	int err;
+};
+
+static void ho_flush(struct ho_out *o)
+{
+	size_t done = 0;
+
+	while (!o->err && done < o->n) {
+		ssize_t w = pwrite(o->fd, o->buf + done, o->n - done, (off_t)(o->off + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			o->err = w < 0 ? -errno : -EIO;
+		else
+			done += (size_t)w;
+	}
+	o->off += o->n;
+	o->n = 0;
+}
+
+static void ho_put(struct ho_out *o, const void *p, size_t len)
+{
+	while (len && !o->err) {
+		size_t k = HANDOVER_BUF - o->n < len ? HANDOVER_BUF - o->n : len;
+
+		memcpy(o->buf + o->n, p, k);
+		o->n += k;
+		p = (const uint8_t *)p + k;
+		len -= k;
+		if (o->n == HANDOVER_BUF)
+			ho_flush(o);
+	}
+}
+
+/* Entry pointer -> id: an entry shared by a parent and its child is written once. */
+struct ho_ids {
+	struct entry **ents; /* by id */
+	uint64_t n;
+	uintptr_t *keys;
+	uint64_t *vals;
+	uint64_t mask;
+};
+
+static uint64_t ho_hash(uintptr_t k)
+{
+	return (uint64_t)k * 0x9e3779b97f4a7c15ull >> 17;
+}
+
+/* e's id, given it the next one if it had none. */
+static uint64_t ho_id(struct ho_ids *ids, struct entry *e)
+{
+	uint64_t i = ho_hash((uintptr_t)e) & ids->mask;
+
+	while (ids->keys[i] && ids->keys[i] != (uintptr_t)e)
+		i = (i + 1) & ids->mask;
+	if (!ids->keys[i]) {
+		ids->keys[i] = (uintptr_t)e;
+		ids->vals[i] = ids->n;
+		ids->ents[ids->n++] = e;
+	}
+	return ids->vals[i];
+}
+
+static int ho_id_one(uint64_t pgno, void *val, void *arg)
+{
+	(void)pgno;
+	ho_id(arg, val);
+	return 0;
+}
+
+static int ho_ids_build(struct daemon *d, struct ho_ids *ids)
+{
+	uint64_t refs = 1, cap = 2;
+
+	for (struct target *t = d->targets; t; t = t->next)
+		refs += t->dead ? 0 : idx_count(t->idx);
+	for (int l = 0; l < ENTRY_LRU_N; l++)
+		for (struct entry *e = d->lru[l].head; e; e = e->lru_next)
+			refs++;
+	while (cap < refs * 2)
+		cap <<= 1;
+	ids->mask = cap - 1;
+	ids->ents = malloc(refs * sizeof(*ids->ents));
+	ids->keys = calloc(cap, sizeof(*ids->keys));
+	ids->vals = malloc(cap * sizeof(*ids->vals));
+	if (!ids->ents || !ids->keys || !ids->vals)
+		return -ENOMEM;
+	/* The LRUs first, oldest first: the ids keep their order. */
+	for (int l = 0; l < ENTRY_LRU_N; l++)
+		for (struct entry *e = d->lru[l].head; e; e = e->lru_next)
+			ho_id(ids, e);
+	for (struct target *t = d->targets; t; t = t->next)
+		if (!t->dead)
+			idx_walk(t->idx, 0, IDX_PGNO_MAX, ho_id_one, ids);
+	return 0;
+}
+
+static void ho_ids_free(struct ho_ids *ids)
+{
+	free(ids->ents);
+	free(ids->keys);
+	free(ids->vals);
+}
+
+#define HO_SAVE_STAT_COUNTER_FIELD(name)                  \
+	do {                                              \
+		struct ho_stat s = { .value = d->st.name }; \
+		snprintf(s.key, sizeof(s.key), "%s", #name); \
+		ho_put(o, &s, sizeof(s));                 \
+		n++;                                      \
+	} while (0);
+#define HO_SAVE_STAT_COUNTER_DERIVED(name)
+#define HO_SAVE_STAT_GAUGE_FIELD(name)
+#define HO_SAVE_STAT_GAUGE_DERIVED(name)
+#define HO_SAVE_STAT(name, kind, source, help) HO_SAVE_STAT_##kind##_##source(name)
+
+/* The counters that only grow; the levels are counted again as entries are rebuilt. */
+static uint32_t ho_save_stats(struct daemon *d, struct ho_out *o)
+{
+	uint32_t n = 0;
+
+	ZS_STATS(HO_SAVE_STAT)
+	return n;
+}
+
+static uint32_t ho_save_groups(struct daemon *d, struct ho_out *o)
+{
+	uint32_t n = 0;
+
+	for (struct group *g = d->groups; g; g = g->next) {
+		struct ho_group hg = { .budget = g->budget };
+
+		if (!g->budget) /* a followed cgroup limit is found again */
+			continue;
+		memcpy(hg.cgroup, g->cgroup, sizeof(hg.cgroup));
+		ho_put(o, &hg, sizeof(hg));
+		n++;
+	}
+	return n;
+}
+
+static void ho_save_entries(struct ho_ids *ids, struct ho_out *o)
+{
+	for (uint64_t i = 0; i < ids->n; i++) {
+		const struct entry *e = ids->ents[i];
+		struct ho_entry he = { .kind = e->kind, .where = e->where, .recomp = e->recomp,
+				       .len = e->len, .stored_at = e->stored_at, .val = e->val,
+				       .disk = e->disk };
+
+		if (e->kind == ENTRY_RAW)
+			he.val = 0;
+		ho_put(o, &he, sizeof(he));
+		if (e->kind == ENTRY_RAW)
+			ho_put(o, (const void *)(uintptr_t)e->val, ZS_PAGE_SIZE);
+	}
+}
+
+static int ho_save_obj(uint64_t handle, const void *obj, size_t len, void *arg)
+{
+	struct ho_out *o = arg;
+	struct ho_obj ho = { .handle = handle, .len = (uint32_t)len };
+
+	ho_put(o, &ho, sizeof(ho));
+	ho_put(o, obj, len);
+	return o->err;
+}
+
+struct ho_pages_ctx {
+	struct ho_ids *ids;
+	struct ho_out *o;
+};
+
+static int ho_save_page(uint64_t pgno, void *val, void *arg)
+{
+	struct ho_pages_ctx *ctx = arg;
+	struct ho_page p = { .pgno = pgno, .id = ho_id(ctx->ids, val) };
+
+	ho_put(ctx->o, &p, sizeof(p));
+	return 0;
+}
+
+static uint32_t ho_save_targets(struct daemon *d, struct ho_ids *ids, struct ho_out *o)
+{
+	struct ho_pages_ctx ctx = { ids, o };
+	uint32_t n = 0;
+
+	for (struct target *t = d->targets; t; t = t->next) {
+		struct ho_target ht = {
+			.pid = t->pid, .uid = t->uid, .uffd = t->uffd_w.fd, .pidfd = t->pidfd_w.fd,
+			.staging_fd = t->staging_fd, .staging_pages = t->staging_pages,
+			.agent_tid = t->agent_tid, .nexcl = t->nexcl, .features = t->features,
+			.beacon = t->beacon, .forked = t->forked, .unclaimed = t->unclaimed,
+			.limit_set = t->limit_set, .mismoves_seen = t->mismoves_seen,
+			.scan_cursor = t->scan_cursor, .limit_bytes = t->limit_bytes,
+			.stores = t->stores, .loads = t->loads, .invalidates = t->invalidates,
+			.stall_usec = t->stall_usec, .started_usec = t->started_usec,
+			.stored_bytes = t->stored_bytes, .refused = t->refused,
+			.npages = idx_count(t->idx),
+		};
+
+		if (t->dead)
+			continue;
+		memcpy(ht.comm, t->comm, sizeof(ht.comm));
+		memcpy(ht.excl, t->excl, sizeof(ht.excl));
+		ho_put(o, &ht, sizeof(ht));
+		idx_walk(t->idx, 0, IDX_PGNO_MAX, ho_save_page, &ctx);
+		n++;
+	}
+	return n;
+}
+
+static int32_t ho_target_index(struct daemon *d, const struct target *want)
+{
+	int32_t i = 0;
+
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (t->dead)
+			continue;
+		if (t == want)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+/* Shims, registered or on their way; a zswapctl has had its answer. */
+static bool ho_conn_kept(const struct conn *c)
+{
+	return !c->dead && !c->doomed && c->kind != CONN_CTL;
+}
+
+static uint32_t ho_save_conns(struct daemon *d, struct ho_out *o)
+{
+	uint32_t n = 0;
+
+	for (struct conn *c = d->conns; c; c = c->next) {
+		struct ho_conn hc = { .fd = c->w.fd, .kind = c->kind, .hello_flags = c->hello_flags,
+				      .target = c->target ? ho_target_index(d, c->target) : -1 };
+
+		if (!ho_conn_kept(c))
+			continue;
+		ho_put(o, &hc, sizeof(hc));
+		n++;
+	}
+	return n;
+}
+
+static void ho_keep_fd(int fd)
+{
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, 0);
+}
+
+/* Every descriptor the image names must cross the exec. */
+static void ho_keep_fds(struct daemon *d, int swap_fd)
+{
+	ho_keep_fd(d->listen_w.fd);
+	ho_keep_fd(swap_fd);
+	for (struct target *t = d->targets; t; t = t->next) {
+		if (t->dead)
+			continue;
+		ho_keep_fd(t->uffd_w.fd);
+		ho_keep_fd(t->pidfd_w.fd);
+		ho_keep_fd(t->staging_fd);
+	}
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (ho_conn_kept(c))
+			ho_keep_fd(c->w.fd);
+}
+
+int handover_save(struct daemon *d, int fd)
+{
+	struct ho_header h = { .version = HANDOVER_VERSION, .page_size = ZS_PAGE_SIZE,
+			       .evict_batch_pages = d->cfg.evict_batch_pages,
+			       .listen_fd = d->listen_w.fd, .socket_activated = d->socket_activated,
+			       .swap_fd = wb_fd(d), .swap_file_size = d->cfg.swap_file_size,
+			       .next_batch_id = d->next_batch_id, .saved_usec = now_usec(),
+			       .max_handle = 0 };
+	struct ho_out o = { .fd = fd, .off = sizeof(h) };
+	struct ho_ids ids = { 0 };
+	struct ho_obj end = { 0 };
+	int r;
+
+	memcpy(h.magic, HANDOVER_MAGIC, sizeof(h.magic));
+	snprintf(h.compressor, sizeof(h.compressor), "%s", comp_name(d->cfg.compressor));
+	if (d->recomp)
+		snprintf(h.recompressor, sizeof(h.recompressor), "%s",
+			 comp_name((enum comp_alg)d->cfg.recompressor));
+	memcpy(h.swap_file, d->cfg.swap_file, sizeof(h.swap_file));
+	memcpy(h.socket, d->cfg.socket, sizeof(h.socket));
+	o.buf = malloc(HANDOVER_BUF);
+	r = o.buf ? ho_ids_build(d, &ids) : -ENOMEM;
+	if (r < 0)
+		goto out;
+	for (uint64_t i = 0; i < ids.n; i++)
+		if (ids.ents[i]->kind == ENTRY_COMP && ids.ents[i]->where == ENTRY_IN_POOL &&
+		    ids.ents[i]->val > h.max_handle)
+			h.max_handle = ids.ents[i]->val;
+	h.nentries = ids.n;
+	h.nstats = ho_save_stats(d, &o);
+	h.ngroups = ho_save_groups(d, &o);
+	ho_save_entries(&ids, &o);
+	ho_flush(&o);
+	r = o.err;
+	if (r < 0)
+		goto out;
+	/* From here on the pool empties as it is written: there is no way
+	 * back, and a failure loses what only the image holds. */
+	r = pool_drain(d->pool, ho_save_obj, &o);
+	ho_put(&o, &end, sizeof(end));
+	h.ntargets = ho_save_targets(d, &ids, &o);
+	h.nconns = ho_save_conns(d, &o);
+	ho_flush(&o);
+	if (r == 0)
+		r = o.err;
+	if (r == 0 && pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		r = o.err = -EIO;
+	if (r < 0) {
+		log_error_errno(r, "Failed to write the handover image after emptying the pool "
+				   "into it: %m; the evicted pages are lost");
+		abort();
+	}
+	ho_keep_fds(d, h.swap_fd);
+	log_info("handover image: %llu entries, %u processes, %llu bytes", (unsigned long long)ids.n,
+		 h.ntargets, (unsigned long long)o.off);
+out:
+	ho_ids_free(&ids);
+	free(o.buf);
+	return r;
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * upgrade.c - SIGUSR2: replace the running binary in place, keeping every
+ * page evicted, as nginx upgrades its binary on the fly.
+ *
+ * A stop faults every evicted page back first (drain.c): restarting a host
+ * whose pool holds gigabytes would need those gigabytes free at once.  An
+ * upgrade instead execs the binary at the path zswapd was started from
+ * (a newer build installed over it, or the same one) in the same process:
+ * the pid, which every shim's watcher holds a pidfd of, stays, and so do
+ * the descriptors the image names (handover_save.c).  The steps:
+ *
+ *  1. Ask the binary at that path whether it reads our image
+ *     (--handover-version): an old or broken one is refused while nothing
+ *     has changed yet.
+ *  2. Quiesce, the loop serving faults meanwhile: no new batch, writeback
+ *     or recompression; a reclaim ends with its batch in flight, answered
+ *     with what it did; a restore is answered as stopped; new connections wait in the
+ *     listening socket's backlog; batches in flight commit (an agent silent
+ *     for 5 s has its batch put back, as in a stop); I/O lands; every fault
+ *     read is answered.  Not quiet within UPGRADE_TIMEOUT_USEC: the upgrade
+ *     is abandoned and zswapd goes on as before.
+ *  3. In the one loop turn that finds it quiet, write the image and exec.
+ *     Faults and events arriving from then on wait, unread, in their uffds
+ *     for the new binary; the app threads that raised them just wait longer.
+ *
+ * If the exec fails, the running binary is exec'd instead
+ * (/proc/self/exe, there even if its file was replaced): the pool is in the
+ * image by then, and only a binary can read it back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define UPGRADE_TIMEOUT_USEC (10 * 1000000ull)
+#define UPGRADE_BATCH_TIMEOUT_USEC (5 * 1000000ull) /* as a stop waits on an agent */
+#define UPGRADE_CHECK_MS 5000 /* for the new binary to say which image it reads */
+
+extern char **environ;
+
+/* What `path --handover-version` prints: it must be our image's version. */
+static int upgrade_check_binary(const char *path)
+{
+	char *argv[] = { (char *)path, "--handover-version", NULL };
+	char out[64] = "", want[64];
+	posix_spawn_file_actions_t fa;
+	struct pollfd pfd;
+	int p[2], status = 0, r;
+	size_t n = 0;
+	pid_t pid;
+
+	if (access(path, X_OK) < 0)
+		return -errno;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	r = -posix_spawn(&pid, path, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	while (r == 0 && n < sizeof(out) - 1 && poll(&pfd, 1, UPGRADE_CHECK_MS) > 0) {
+		ssize_t k = read(p[0], out + n, sizeof(out) - 1 - n);
+
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(p[0]);
+	if (r == 0) {
+		kill(pid, SIGKILL); /* it has exited if it answered; if it hangs, it must not stay */
+		waitpid(pid, &status, 0);
+	}
+	out[n] = '\0';
+	snprintf(want, sizeof(want), "zswapd handover %d\n", HANDOVER_VERSION);
+	if (r == 0 && strcmp(out, want))
+		r = -EPROTO;
+	return r;
+}
+
+void upgrade_begin(struct daemon *d)
+{
+	int r;
+
+	if (d->stopping) {
+		log_warning("SIGUSR2: %s already, not upgrading", d->upgrading ? "upgrading" : "stopping");
+		return;
+	}
+	r = upgrade_check_binary(d->exe_path);
+	if (r < 0) {
+		log_error_errno(r, "SIGUSR2: %s cannot take over (%m): not upgrading; it must be a "
+				   "zswapd that reads handover image version %d",
+				d->exe_path, HANDOVER_VERSION);
+		return;
+	}
+	d->stopping = d->upgrading = true;
+	d->stop_usec = now_usec();
+	if (d->listen_w.fd >= 0)
+		watch_del(d->epfd, &d->listen_w);
+	for (struct target *t = d->targets; t; t = t->next) {
+		restore_finish(t, -ESHUTDOWN);
+		evict_pick_free(t);
+	}
+	log_info("SIGUSR2: handing over to %s", d->exe_path);
+	notify_status(d);
+}
+
+/* Back to serving as before: the upgrade could not find a quiet moment. */
+void upgrade_abandon(struct daemon *d, const char *why)
+{
+	if (!d->upgrading)
+		return;
+	log_warning("upgrade abandoned: %s; zswapd goes on as before", why);
+	d->stopping = d->upgrading = false;
+	if (d->listen_w.fd >= 0 && watch_add(d->epfd, &d->listen_w, EPOLLIN) < 0)
+		log_error("cannot watch the listening socket again");
+	notify_status(d);
+}
+
+/* Nothing read and not answered, nothing in flight: the image says it all. */
+static bool upgrade_target_quiet(struct target *t, uint64_t now)
+{
+	if (t->dead)
+		return true;
+	if (t->batch && now - t->batch->started_usec >= UPGRADE_BATCH_TIMEOUT_USEC) {
+		log_warning("pid %d: agent silent for %llus, putting its batch back", (int)t->pid,
+			    (unsigned long long)(UPGRADE_BATCH_TIMEOUT_USEC / 1000000));
+		evict_abort(t);
+	}
+	/* A reclaim ends with its batch in flight, answered with what it did. */
+	if (t->reclaim && !t->batch)
+		reclaim_cancel(t, 0);
+	return !t->batch && !t->pick && !t->reclaim && !t->restore && !t->nretry &&
+	       !t->nthrottled && !t->nunprotect && !t->reads && !t->batch_parent;
+}
+
+static bool upgrade_quiet(struct daemon *d)
+{
+	uint64_t now = now_usec();
+	bool quiet = !wb_busy(d);
+
+	for (struct target *t = d->targets; t; t = t->next)
+		quiet &= upgrade_target_quiet(t, now);
+	return quiet;
+}
+
+static _Noreturn void upgrade_exec(struct daemon *d, int image_fd)
+{
+	char fd_str[16];
+
+	snprintf(fd_str, sizeof(fd_str), "%d", image_fd);
+	setenv(ZSWAPD_HANDOVER_ENV, fd_str, 1);
+	execv(d->exe_path, d->argv);
+	log_error_errno(-errno, "Failed to exec %s: %m; exec'ing the running binary instead",
+			d->exe_path);
+	execv("/proc/self/exe", d->argv);
+	log_error_errno(-errno, "Failed to exec /proc/self/exe: %m; the evicted pages are lost");
+	abort();
+}
+
+void upgrade_step(struct daemon *d)
+{
+	int fd, r;
+
+	if (!upgrade_quiet(d)) {
+		if (now_usec() - d->stop_usec > UPGRADE_TIMEOUT_USEC)
+			upgrade_abandon(d, "no quiet moment in 10 s");
+		return;
+	}
+	fd = memfd_create("zswapd-handover", MFD_CLOEXEC);
+	if (fd < 0) {
+		upgrade_abandon(d, "no memfd for the image");
+		return;
+	}
+	r = handover_save(d, fd);
+	if (r < 0) {
+		close(fd);
+		upgrade_abandon(d, "the image could not be written");
+		return;
+	}
+	fcntl(fd, F_SETFD, 0);
+	upgrade_exec(d, fd);
+}
