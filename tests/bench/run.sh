@@ -149,7 +149,7 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | memcached | unmap | pairs | squeeze | proactive | scan | pyheap) PARTS="$PARTS $arg" ;;
+	micro | compare | writeback | workers | redis | memcached | unmap | pairs | squeeze | proactive | scan | pyheap | upgrade) PARTS="$PARTS $arg" ;;
 	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [memcached] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]" >&2; exit 2 ;;
 	esac
 done
@@ -1796,6 +1796,174 @@ run_scan() {
 	fi
 }
 
+# ---------------------------------------------------------------- upgrade
+# used_sampler FILE: the host's used memory (MemTotal - MemAvailable, kB)
+# every 2 ms, "usec kB" a line (the wall clock, as date +%s%N), until killed.
+used_sampler() {
+	exec python3 -c '
+import sys, time
+out = open(sys.argv[1], "w", buffering=1)
+while True:
+    m = dict(l.split(":", 1) for l in open("/proc/meminfo"))
+    kb = lambda k: int(m[k].split()[0])
+    out.write("%d %d\n" % (time.time_ns() // 1000, kb("MemTotal") - kb("MemAvailable")))
+    time.sleep(0.002)' "$1"
+}
+
+# upgrade_wait N: until zswapd says it has taken over N times (60 s at most).
+upgrade_wait() {
+	for _ in $(seq 1200); do
+		[ "$("$B/zswapctl" stats 2>/dev/null | awk '$1 == "upgrades" { print $2 }')" = "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# run_upgrade_case: S MiB of the page mix, every page evicted; then
+#  idle:  SIGUSR2 while the process sleeps: the host's used memory around it;
+#  busy:  SIGUSR2 while the process reads and writes its evicted memory at
+#         full speed (uniform: every access a fault): its slowest access;
+#  stop:  SIGTERM, which faults every page back first: the used memory the
+#         same way, what a restart costs without an upgrade.
+# Figures in $CASE/figures, "key value" lines.
+run_upgrade_case() {
+	local stage=start-up t0 t1 base peak
+	STATUS=ok
+	NCASE=$((NCASE + 1))
+	CASE=$TMP/ucases/$(printf %02d $NCASE)
+	mkdir -p "$CASE"
+	echo "bench: [$NCASE/$NCASES] upgrade, round $ROUND" >&2
+	cp "$B/zswapd" "$TMP/ubin/zswapd"
+	# (a page that came back is hot for a second only: the reclaim before the
+	# stop takes all of them again)
+	printf 'max_pool_bytes = %sM\nidle_evict_seconds = 0\nhot_window_seconds = 1\n' "$SIZE" \
+		>"$TMP/upgrade.conf"
+	"$TMP/ubin/zswapd" -f -s "$ZSWAP_SOCKET" -c "$TMP/upgrade.conf" 2>"$CASE/daemon.log" 9>&- &
+	DPID=$!
+	state_add "pid $DPID $TMP/ubin/zswapd"
+	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && break; sleep 0.05; done
+	LD_PRELOAD=$B/libzswap.so "$B/workload" --size "$SIZE" --seconds 8 --warmup 0 \
+		--pattern uniform --write-pct 50 --handshake --json >"$CASE/workload.json" \
+		2>"$CASE/workload.err" 9>&- &
+	WPID=$!
+	state_add "pid $WPID $B/workload"
+	if wait_phase 1 60 && kill -USR1 "$WPID" && stage=fill && wait_phase 2 600; then
+		stage=evict
+		"$B/zswapctl" reclaim "$WPID" "${SIZE}M" >"$CASE/reclaim.txt"
+		"$B/zswapctl" stats >"$CASE/before.stats"
+		stage="idle upgrade"
+		used_sampler "$CASE/idle.used" 9>&- &
+		KPID=$!
+		sleep 1
+		t0=$(($(date +%s%N) / 1000))
+		kill -USR2 "$DPID"
+		upgrade_wait 1 || STATUS="no upgrade"
+		t1=$(($(date +%s%N) / 1000))
+		sleep 0.5
+		kill "$KPID"; wait "$KPID" 2>/dev/null || true; KPID=
+		"$B/zswapctl" stats >"$CASE/after.stats"
+		python3 - "$CASE/idle.used" "$t0" "$t1" >"$CASE/figures" <<'PY'
+import sys
+rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
+t0 = int(sys.argv[2])  # the signal, on the sampler's clock (wall, microseconds)
+before = [kb for t, kb in rows if t < t0]
+during = [kb for t, kb in rows if t >= t0]
+base = sorted(before)[len(before) // 2]
+print("idle_base_kb", base)
+print("idle_peak_rise_kb", max(during) - base)
+PY
+		stage="busy upgrade"
+		snapshot w && kill -USR1 "$WPID"
+		sleep 1
+		kill -USR2 "$DPID"
+		upgrade_wait 2 || STATUS="no second upgrade"
+		stage=window
+		wait_phase 3 120 && snapshot m
+		stage="stop (drain)"
+		sleep 1.5
+		"$B/zswapctl" reclaim "$WPID" "${SIZE}M" >>"$CASE/reclaim.txt" # all of it out again
+		"$B/zswapctl" stats >"$CASE/stop.stats"
+		used_sampler "$CASE/stop.used" 9>&- &
+		KPID=$!
+		sleep 1
+		base=$(tail -n 50 "$CASE/stop.used" | sort -k2 -n | awk 'NR == 25 { print $2 }')
+		kill -TERM "$DPID"
+		wait "$DPID" || STATUS="zswapd exited $? on the stop"
+		state_drop_pid "$DPID"; DPID=
+		sleep 0.5
+		kill "$KPID"; wait "$KPID" 2>/dev/null || true; KPID=
+		peak=$(awk '{ print $2 }' "$CASE/stop.used" | sort -n | tail -n1)
+		echo "stop_peak_rise_kb $((peak - base))" >>"$CASE/figures"
+		kill -USR1 "$WPID"
+		for _ in $(seq 3000); do alive "$WPID" || break; sleep 0.1; done
+	fi
+	case_reap "$stage"
+	[ -z "$DPID" ] || { kill -TERM "$DPID"; wait "$DPID"; state_drop_pid "$DPID"; DPID=; }
+	sed -n 's/.*took over .* in \([0-9]*\) ms/handover_ms \1/p' "$CASE/daemon.log" >>"$CASE/figures"
+	sed -n 's/.*handover image: .* \([0-9]*\) bytes/image_bytes \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
+	echo "status $STATUS" >>"$CASE/figures"
+	[ "$STATUS" = ok ] || { FAILED=1; tail -n 20 "$CASE/daemon.log" "$CASE/workload.err" >&2; }
+	echo "bench:   $STATUS" >&2
+}
+
+# upgrade: what an in-place upgrade (SIGUSR2) costs against a stop, with S
+# MiB evicted (1024; --quick 256): the host's used memory, the pause, the
+# time; BENCH_ROUNDS (3) rounds, medians.  -> upgrade.{json,md}
+run_upgrade() {
+	local rounds=${BENCH_ROUNDS:-3} cmd
+	SIZE=${BENCH_SIZE_MIB:-1024}
+	[ $QUICK -eq 1 ] && SIZE=${BENCH_SIZE_MIB:-256}
+	FAILED=0 NCASE=0 NCASES=$rounds
+	mkdir -p "$TMP/ubin"
+	for ROUND in $(seq "$rounds"); do run_upgrade_case; done
+	cmd=$(bench_command "$@")
+	python3 - "$TMP/ucases" "$OUT" "$host" "$cmd" "$stamp" "$SIZE" <<'PY'
+import json, os, statistics, sys
+cases, out, host, cmd, stamp, size = sys.argv[1:]
+rows = []
+for c in sorted(os.listdir(cases)):
+    d = os.path.join(cases, c)
+    f = dict(l.split(None, 1) for l in open(os.path.join(d, "figures")) if l.strip())
+    f = {k: v.strip() for k, v in f.items()}
+    st = dict(l.split()[:2] for l in open(os.path.join(d, "before.stats")) if len(l.split()) >= 2)
+    w = json.load(open(os.path.join(d, "workload.json")))
+    hand = [int(l.split()[-2]) for l in open(os.path.join(d, "daemon.log")) if "took over" in l]
+    rows.append({"status": f["status"], "stored_pages": int(st["stored_pages"]),
+                 "pool_total_size": int(st["pool_total_size"]),
+                 "image_bytes": int(f.get("image_bytes", 0)),
+                 "handover_ms": hand, "idle_peak_rise_kb": int(f["idle_peak_rise_kb"]),
+                 "stop_peak_rise_kb": int(f["stop_peak_rise_kb"]),
+                 "stop_stored_pages": int(dict(l.split()[:2] for l in open(os.path.join(d, "stop.stats"))
+                                               if len(l.split()) >= 2)["stored_pages"]),
+                 "busy_max_access_us": w["lat_us"]["gap_max"], "busy_p99_us": w["lat_us"]["p99"],
+                 "verified": w.get("ok", w.get("bad_pages") == 0)})
+med = lambda k: statistics.median(r[k] for r in rows)
+res = {"host": host, "command": cmd, "date": stamp, "size_mib": int(size), "rounds": rows,
+       "median": {k: med(k) for k in ("stored_pages", "pool_total_size", "idle_peak_rise_kb",
+                                        "stop_peak_rise_kb", "stop_stored_pages", "busy_max_access_us")},
+       "handover_ms_median": statistics.median(h for r in rows for h in r["handover_ms"])}
+json.dump(res, open(os.path.join(out, "upgrade.json"), "w"), indent=1)
+m = res["median"]
+evicted_kb = m["stored_pages"] * 4
+with open(os.path.join(out, "upgrade.md"), "w") as f:
+    f.write("# In-place upgrade (SIGUSR2) against a stop\n\n")
+    f.write("%s; %s MiB of the page mix, every page evicted into the pool; %d rounds, medians.\n"
+            "Command: `%s`\n\n" % (host, size, len(rows), cmd))
+    f.write("| | upgrade (SIGUSR2) | stop (SIGTERM, drains) |\n|---|---|---|\n")
+    f.write("| host's used memory, peak rise | %d MiB (%.1f%% of the evicted) | %d MiB (%.0f%%) |\n" % (
+        m["idle_peak_rise_kb"] // 1024, 100 * m["idle_peak_rise_kb"] / evicted_kb,
+        m["stop_peak_rise_kb"] // 1024, 100 * m["stop_peak_rise_kb"] / (m["stop_stored_pages"] * 4)))
+    f.write("| time | %.0f ms (image written to taken over) | |\n" % res["handover_ms_median"])
+    f.write("| longest pause of a process faulting through it (64 accesses) | %.0f ms | |\n\n" % (
+        m["busy_max_access_us"] / 1000))
+    f.write("Pool: %d MiB for %d pages at the upgrade, %d pages at the stop. Status per round: %s.\n" % (
+        m["pool_total_size"] >> 20, m["stored_pages"], m["stop_stored_pages"],
+        ", ".join(r["status"] for r in rows)))
+print(open(os.path.join(out, "upgrade.md")).read())
+PY
+	[ $FAILED -eq 0 ] || { echo "bench: FAILED: an upgrade lost data or did not happen" >&2; return 1; }
+}
+
 # ---------------------------------------------------------------- pyheap
 # run_pyheap_case NAME MODE [CONF]: tests/bench/pyheap.py under MODE at the
 # budget PBUDGET, raw figures left in $CASE for report.py --pyheap.
@@ -1974,4 +2142,5 @@ if want squeeze; then run_squeeze "$@"; fi
 if want proactive; then run_proactive "$@"; fi
 if want scan; then run_scan "$@"; fi
 if want pyheap; then run_pyheap "$@"; fi
+if want upgrade; then run_upgrade "$@"; fi
 exit 0

@@ -25,7 +25,8 @@
  * One access in 64 is timed with clock_gettime (two vDSO calls per 64
  * accesses keep the overhead near 1%); the samples go to a log-linear
  * histogram (~1.5% resolution) so that the workload's own memory does not
- * grow with the run and skew the budget.
+ * grow with the run and skew the budget.  The longest time between two
+ * timed accesses is kept too (lat_us.gap_max): a pause of the process.
  *
  * Writes are checkable.  A write flips bit 0 of the word, so every word is
  * always its fill value or the fill value ^ 1, and the program keeps, per
@@ -102,6 +103,9 @@ static uint64_t page_hash(const uint8_t *p)
 
 struct hist {
 	uint64_t n, sum_ns, max_ns;
+	/* The longest time between two timed accesses (SAMPLE_EVERY accesses):
+	 * a pause of the whole process shows here, sampled or not. */
+	uint64_t gap_max_ns, last_ns;
 	uint64_t b[HIST_BUCKETS];
 };
 
@@ -246,8 +250,12 @@ static void run_for(struct state *s, double seconds, uint64_t count, struct hist
 		t0 = now_ns();
 		access_one(s);
 		t1 = now_ns();
-		if (h)
+		if (h) {
 			hist_add(h, t1 - t0);
+			if (h->last_ns && t1 - h->last_ns > h->gap_max_ns)
+				h->gap_max_ns = t1 - h->last_ns;
+			h->last_ns = t1;
+		}
 		if (count ? s->accesses >= count : t1 >= deadline)
 			return;
 	}
@@ -541,7 +549,7 @@ int main(int argc, char **argv)
 			       "\"fill_s\":%.3f,\"accesses\":%" PRIu64 ",\"writes\":%" PRIu64 ","
 			       "\"elapsed_s\":%.3f,\"accesses_per_s\":%.0f,\"samples\":%" PRIu64 ","
 			       "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
-			       "\"p999\":%.3f,\"max\":%.1f},"
+			       "\"p999\":%.3f,\"max\":%.1f,\"gap_max\":%.1f},"
 			       "\"cpu_user_s\":%.3f,\"cpu_sys_s\":%.3f,\"minflt\":%ld,\"majflt\":%ld,"
 			       "\"rss_anon_kb\":%ld,\"vm_swap_kb\":%ld,\"verify_s\":%.3f,"
 			       "\"bad_pages\":%zu,\"ok\":%s,\"sink\":%" PRIu64 "}\n",
@@ -551,7 +559,8 @@ int main(int argc, char **argv)
 			       lat.n ? (double)lat.sum_ns / (double)lat.n / 1e3 : 0,
 			       hist_quantile_us(&lat, 0.50), hist_quantile_us(&lat, 0.90),
 			       hist_quantile_us(&lat, 0.99), hist_quantile_us(&lat, 0.999),
-			       (double)lat.max_ns / 1e3, usr, sys, ru1.ru_minflt - ru0.ru_minflt,
+			       (double)lat.max_ns / 1e3, (double)lat.gap_max_ns / 1e3, usr, sys,
+			       ru1.ru_minflt - ru0.ru_minflt,
 			       ru1.ru_majflt - ru0.ru_majflt, rss_kb, swap_kb,
 			       (double)(t_v1 - t_v0) / 1e9, bad, bad ? "false" : "true", s.sink);
 		} else {
