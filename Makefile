@@ -70,8 +70,10 @@ $(BUILD)/pic/%.o: %.c
 	@$(if $(Q),echo "  CC [pic] $<")
 	$(Q)$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
+# Made afresh: ar keeps members it is not given, and a file removed from
+# daemon/ would go on defining its symbols from a stale member.
 $(BUILD)/libzswapd.a: $(DAEMON_OBJS)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/zswapd: $(BUILD)/daemon/main.o $(BUILD)/libzswapd.a
 	@$(if $(Q),echo "  LD      $@")

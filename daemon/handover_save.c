@@ -361,8 +361,9 @@ int handover_save(struct daemon *d, int fd)
 		abort();
 	}
 	ho_keep_fds(d, h.swap_fd);
-	log_info("handover image: %llu entries, %u processes, %llu bytes", (unsigned long long)ids.n,
-		 h.ntargets, (unsigned long long)o.off);
+	log_info("handover image: %llu entries, %u processes, %llu bytes in %llu ms",
+		 (unsigned long long)ids.n, h.ntargets, (unsigned long long)o.off,
+		 (unsigned long long)((now_usec() - h.saved_usec) / 1000));
 out:
 	ho_ids_free(&ids);
 	free(o.buf);

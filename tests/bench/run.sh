@@ -1899,8 +1899,8 @@ PY
 	fi
 	case_reap "$stage"
 	[ -z "$DPID" ] || { kill -TERM "$DPID"; wait "$DPID"; state_drop_pid "$DPID"; DPID=; }
-	sed -n 's/.*took over .* in \([0-9]*\) ms/handover_ms \1/p' "$CASE/daemon.log" >>"$CASE/figures"
-	sed -n 's/.*handover image: .* \([0-9]*\) bytes/image_bytes \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
+	sed -n 's/.*took over .* in \([0-9]*\) ms.*/handover_ms \1/p' "$CASE/daemon.log" >>"$CASE/figures"
+	sed -n 's/.*handover image: .* \([0-9]*\) bytes.*/image_bytes \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
 	echo "status $STATUS" >>"$CASE/figures"
 	[ "$STATUS" = ok ] || { FAILED=1; tail -n 20 "$CASE/daemon.log" "$CASE/workload.err" >&2; }
 	echo "bench:   $STATUS" >&2
@@ -1918,7 +1918,7 @@ run_upgrade() {
 	for ROUND in $(seq "$rounds"); do run_upgrade_case; done
 	cmd=$(bench_command "$@")
 	python3 - "$TMP/ucases" "$OUT" "$host" "$cmd" "$stamp" "$SIZE" <<'PY'
-import json, os, statistics, sys
+import json, os, re, statistics, sys
 cases, out, host, cmd, stamp, size = sys.argv[1:]
 rows = []
 for c in sorted(os.listdir(cases)):
@@ -1927,7 +1927,8 @@ for c in sorted(os.listdir(cases)):
     f = {k: v.strip() for k, v in f.items()}
     st = dict(l.split()[:2] for l in open(os.path.join(d, "before.stats")) if len(l.split()) >= 2)
     w = json.load(open(os.path.join(d, "workload.json")))
-    hand = [int(l.split()[-2]) for l in open(os.path.join(d, "daemon.log")) if "took over" in l]
+    hand = [int(re.search(r" in (\d+) ms", l).group(1))
+            for l in open(os.path.join(d, "daemon.log")) if "took over" in l]
     rows.append({"status": f["status"], "stored_pages": int(st["stored_pages"]),
                  "pool_total_size": int(st["pool_total_size"]),
                  "image_bytes": int(f.get("image_bytes", 0)),

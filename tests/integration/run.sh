@@ -1725,6 +1725,78 @@ PY
 	[ $rc -eq 1 ] && grep -q "not one this zswapd reads" "$TMP/junk.err" && [ ! -e "$TMP/junk.sock" ]
 }
 
+# upgrade_wait N: until zswapd has taken over N times (30 s at most).
+upgrade_wait() {
+	for _ in $(seq 600); do
+		[ "$(stat_of upgrades)" = "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+t_upgrade_soak() {
+	# Upgrade after upgrade while the hazards run (writers racing batches,
+	# a parent and children sharing entries, discards, mremaps racing
+	# reclaims) and the pool writes back to a swap file: each program
+	# checks every byte it wrote.
+	restart_with "max_pool_bytes = 16M" "swap_file = $TMP/swap" "swap_file_size = 256M"
+	local -a pids=()
+	local h p n=0 rc=0 alive
+	for h in threads churn fork_reclaim discard mremap_race; do
+		LD_PRELOAD=$SHIM "$MEMTEST" $h >"$TMP/soak_$h.out" 2>&1 &
+		pids+=($!)
+	done
+	for _ in $(seq 200); do
+		alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive -eq 1 ] || break
+		kill -USR2 "$(dpid)"
+		n=$((n + 1))
+		upgrade_wait $n || { echo "upgrade $n did not happen"; rc=1; break; }
+		sleep 0.1
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	cat "$TMP"/soak_*.out
+	echo "result: upgrade_soak: $n upgrades while the hazards ran, $(grep -c abandoned "$TMP/daemon.log") abandoned"
+	[ $rc -eq 0 ] && [ $n -ge 5 ]
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	stop_daemon
+	start_daemon
+}
+
+t_upgrade_redis() {
+	# A real program: redis-server, 80% of its memory evicted, answers GETs
+	# from redis-benchmark through 20 upgrades: no client error, and its
+	# data (DEBUG DIGEST) is unchanged.
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+		skip "redis-server or redis-benchmark not installed"
+	local rpid digest bpid i
+	LD_PRELOAD=$SHIM redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" \
+		--appendonly no --enable-debug-command yes --daemonize no >"$TMP/redis.log" 2>&1 &
+	rpid=$!
+	for _ in $(seq 100); do redis-cli -s "$TMP/redis.sock" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+	redis-cli -s "$TMP/redis.sock" debug populate 200000 key 400 >/dev/null
+	digest=$(redis-cli -s "$TMP/redis.sock" debug digest)
+	local rss_kb; rss_kb=$(awk '/^RssAnon/ { print $2 }' "/proc/$rpid/status")
+	"$CTL" reclaim "$rpid" "$((rss_kb * 8 / 10))K"
+	redis-benchmark -s "$TMP/redis.sock" -t get -r 200000 -n 3000000 -c 8 -q >"$TMP/rb.out" 2>&1 &
+	bpid=$!
+	sleep 1
+	for i in $(seq 20); do
+		kill -USR2 "$(dpid)"
+		upgrade_wait "$i"
+		sleep 0.2
+	done
+	kill -INT "$bpid" 2>/dev/null || true
+	wait "$bpid" || true
+	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
+	! grep -qi "error" "$TMP/rb.out"
+	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
+	echo "result: upgrade_redis: 20 upgrades under GETs, $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
+	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
+	wait "$rpid" || true
+}
+
 t_make_start() {
 	# `make start` without systemd: starts the installed zswapd; run again,
 	# it upgrades that zswapd in place, and a served process keeps its pages.
@@ -1737,14 +1809,17 @@ t_make_start() {
 	}
 	mstart
 	dp=$(pgrep -of "^$root/usr/sbin/zswapd ")
+	STARTED_DPID=$dp
+	trap 'kill -TERM "$STARTED_DPID" 2>/dev/null || true' EXIT # whatever happens here
 	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 16 >"$TMP/started.out" &
 	pid=$!
 	for _ in $(seq 200); do grep -q evicted "$TMP/started.out" && break; sleep 0.05; done
+	local loads; loads=$(stat_of loads)
 	mstart | tee "$TMP/started.say"
 	grep -q "upgraded in place" "$TMP/started.say"
 	[ "$(pgrep -of "^$root/usr/sbin/zswapd ")" = "$dp" ]
 	[ "$(stat_of upgrades)" = 1 ]
-	[ "$(stat_of loads)" -lt 16 ] # nothing faulted back
+	[ $(($(stat_of loads) - loads)) -lt 16 ] # nothing faulted back
 	kill -USR1 $pid
 	wait $pid
 	kill -TERM "$dp"
@@ -1878,6 +1953,8 @@ run fork_daemon_died_late t_fork_daemon_died_late
 run daemon_killed_busy t_daemon_killed_busy
 run upgrade t_upgrade
 run make_start t_make_start
+run upgrade_soak t_upgrade_soak
+run upgrade_redis t_upgrade_redis
 
 if ! stop_daemon; then
 	echo "zswapd did not stop cleanly at the end"
