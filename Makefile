@@ -170,20 +170,13 @@ start: install
 	@if [ -d /run/systemd/system ]; then \
 		systemctl daemon-reload && \
 		if systemctl -q is-active zswapd.service; then \
-			systemctl kill -s USR2 zswapd.service && sleep 1; \
+			$(BUILD)/zswapctl upgrade; \
 		else \
 			systemctl enable --now zswapd.socket zswapd.service; \
 		fi && \
 		systemctl --no-pager status zswapd.service | head -n 5; \
 	elif pid=$$(pgrep -of "^$(DESTDIR)$(SBINDIR)/zswapd "); then \
-		before=$$($(BUILD)/zswapctl stats | awk '$$1 == "upgrades" { print $$2 }'); \
-		kill -USR2 $$pid; \
-		for i in $$(seq 100); do \
-			now=$$($(BUILD)/zswapctl stats 2>/dev/null | awk '$$1 == "upgrades" { print $$2 }'); \
-			[ -n "$$now" ] && [ "$$now" != "$$before" ] && break; sleep 0.1; \
-		done; \
-		[ "$$now" != "$$before" ] || { echo "zswapd did not upgrade; see $(LOGFILE)"; exit 1; }; \
-		echo "zswapd (pid $$pid) upgraded in place, every page kept; log in $(LOGFILE)"; \
+		$(BUILD)/zswapctl upgrade || { echo "zswapd (pid $$pid) did not upgrade; see $(LOGFILE)"; exit 1; }; \
 	else \
 		$(DESTDIR)$(SBINDIR)/zswapd -c $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf 2>>$(LOGFILE) && \
 		echo "zswapd started (no systemd here); log in $(LOGFILE)"; \

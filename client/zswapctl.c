@@ -46,6 +46,7 @@ static int usage(FILE *f, int code)
 		"                          the same for the served processes of a memory cgroup\n"
 		"  groups [--json|--prometheus]  show the groups: budgets, followed cgroup limits\n"
 		"  restore PID             bring every evicted page of PID back, lifting its limit\n"
+		"  upgrade                 replace zswapd's binary in place, every page kept (root)\n"
 		"  run -- CMD [ARGS...]    run CMD with its memory served by zswapd\n\n"
 		"The socket is $" ZSWAP_SOCKET_ENV ", else " ZSWAP_DEFAULT_SOCKET ".\n");
 	return code;
@@ -437,6 +438,24 @@ static int cmd_restore(int argc, char **argv)
 	return 0;
 }
 
+/* The answer comes from the new binary, once it has taken over. */
+static int cmd_upgrade(int argc, char **argv)
+{
+	const struct zs_upgrade_reply *rep;
+	const struct zs_hdr *h;
+
+	(void)argv;
+	if (argc != 1)
+		return usage(stderr, EXIT_USAGE);
+	if (ctl_call(ZS_UPGRADE, NULL, 0, ZS_UPGRADE_REPLY, &h) < 0)
+		return 1;
+	rep = proto_payload(h);
+	printf("upgraded in place: %u processes and %llu evicted pages handed over in %u ms, "
+	       "none faulted back\n",
+	       rep->processes, (unsigned long long)rep->pages, rep->msec);
+	return 0;
+}
+
 /* limit --all [SIZE|none], limit --cgroup PATH [SIZE|none]; no SIZE: how it stands. */
 static int cmd_limit_group(int argc, char **argv)
 {
@@ -697,6 +716,7 @@ int main(int argc, char **argv)
 		{ "limit", cmd_limit },
 		{ "groups", cmd_groups },
 		{ "restore", cmd_restore },
+		{ "upgrade", cmd_upgrade },
 		{ "run", cmd_run },
 	};
 

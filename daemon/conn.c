@@ -236,6 +236,7 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	case ZS_RESTORE:
 	case ZS_GROUP:
 	case ZS_GROUPS:
+	case ZS_UPGRADE:
 		if (c->kind == CONN_SHIM)
 			return -EBADMSG;
 		c->kind = CONN_CTL;

@@ -200,6 +200,25 @@ static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 	return 0; /* answered by restore_finish() */
 }
 
+/* Answered by the new binary once it has taken over, or here if refused (upgrade.c). */
+static int ctl_upgrade(struct conn *c, const struct zs_hdr *h)
+{
+	const char *why = NULL;
+	int r;
+
+	if (c->cred.uid != 0) {
+		c->d->st.denied++;
+		log_warning("uid %u may not upgrade zswapd, refusing", (unsigned)c->cred.uid);
+		return proto_send_error(c->w.fd, h->seq, -EPERM, "only root may upgrade zswapd");
+	}
+	r = upgrade_begin(c->d, &why);
+	if (r < 0)
+		return proto_send_error(c->w.fd, h->seq, r, why);
+	c->upgrade_waiting = true;
+	c->upgrade_seq = h->seq;
+	return 0;
+}
+
 int ctl_handle(struct conn *c, const struct zs_hdr *h)
 {
 	switch (h->type) {
@@ -217,6 +236,8 @@ int ctl_handle(struct conn *c, const struct zs_hdr *h)
 		return ctl_group(c, h);
 	case ZS_GROUPS:
 		return ctl_groups(c, h);
+	case ZS_UPGRADE:
+		return ctl_upgrade(c, h);
 	default:
 		return -EBADMSG;
 	}

@@ -139,6 +139,8 @@ struct conn {
 	uint32_t hello_flags;
 	struct target *target; /* CONN_SHIM, once registered */
 	const char *doomed;    /* a lower module wants it closed, and why: the reaper closes it */
+	bool upgrade_waiting;  /* a zswapctl upgrade: the new binary answers (handover_load.c) */
+	uint32_t upgrade_seq;
 	bool dead;	       /* closed: freed at the end of this loop turn */
 };
 
@@ -613,7 +615,8 @@ int handover_prepare(struct daemon *d, int fd);
 int handover_load(struct daemon *d);
 
 /* upgrade.c */
-void upgrade_begin(struct daemon *d);
+/* < 0, with *ret_why for the operator: refused, nothing changed. */
+int upgrade_begin(struct daemon *d, const char **ret_why);
 void upgrade_abandon(struct daemon *d, const char *why);
 void upgrade_step(struct daemon *d);
 

@@ -89,6 +89,8 @@ struct ho_conn {
 	uint32_t kind;
 	uint32_t hello_flags;
 	int32_t target; /* its index among the targets, -1 if none */
+	uint32_t upgrade_waiting; /* a zswapctl upgrade, answered once taken over */
+	uint32_t upgrade_seq;
 };
 
 #endif

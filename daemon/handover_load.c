@@ -306,7 +306,8 @@ static int ho_load_conns(struct daemon *d, struct ho_in *in, struct ho_loaded *l
 
 		if (r < 0)
 			return r;
-		if (hc.kind > CONN_SHIM || hc.target >= (int32_t)l->ntargets)
+		if (hc.kind > CONN_CTL || (hc.kind == CONN_CTL) != !!hc.upgrade_waiting ||
+		    hc.target >= (int32_t)l->ntargets)
 			return -EPROTO;
 		r = conn_new(d, ho_own(hc.fd), &c);
 		if (r < 0) {
@@ -315,12 +316,27 @@ static int ho_load_conns(struct daemon *d, struct ho_in *in, struct ho_loaded *l
 		}
 		c->kind = hc.kind;
 		c->hello_flags = hc.hello_flags;
+		c->upgrade_waiting = hc.upgrade_waiting;
+		c->upgrade_seq = hc.upgrade_seq;
 		if (hc.target >= 0 && l->targets[hc.target]) {
 			c->target = l->targets[hc.target];
 			c->target->conn = c;
 		}
 	}
 	return 0;
+}
+
+/* The zswapctl upgrade that asked for this gets its answer from us. */
+static void ho_answer_upgrade(struct daemon *d, uint32_t processes, uint64_t pages, uint64_t msec)
+{
+	struct zs_upgrade_reply rep = { .pages = pages, .processes = processes,
+					.msec = (uint32_t)msec };
+
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (c->upgrade_waiting) {
+			c->upgrade_waiting = false;
+			proto_send(c->w.fd, ZS_UPGRADE_REPLY, c->upgrade_seq, &rep, sizeof(rep), NULL, 0);
+		}
 }
 
 static void ho_load_groups(struct daemon *d, const struct ho_group *g, uint32_t n)
@@ -402,6 +418,7 @@ int handover_load(struct daemon *d)
 		    restore_start(l.targets[i], NULL, 0) < 0)
 			log_warning("pid %d: cannot bring its pages back", (int)l.targets[i]->pid);
 	d->st.upgrades++;
+	ho_answer_upgrade(d, h.ntargets, pages, (now_usec() - h.saved_usec) / 1000);
 	/* From the image's first byte to now: what a waiting fault waited, less our own set-up. */
 	log_info("took over %u processes and %llu evicted pages in %llu ms (the image read in %llu)",
 		 h.ntargets, (unsigned long long)pages,

@@ -263,10 +263,11 @@ static int32_t ho_target_index(struct daemon *d, const struct target *want)
 	return -1;
 }
 
-/* Shims, registered or on their way; a zswapctl has had its answer. */
+/* Shims, registered or on their way, and a zswapctl that waits for this
+ * upgrade; any other zswapctl has had its answer. */
 static bool ho_conn_kept(const struct conn *c)
 {
-	return !c->dead && !c->doomed && c->kind != CONN_CTL;
+	return !c->dead && !c->doomed && (c->kind != CONN_CTL || c->upgrade_waiting);
 }
 
 static uint32_t ho_save_conns(struct daemon *d, struct ho_out *o)
@@ -275,7 +276,9 @@ static uint32_t ho_save_conns(struct daemon *d, struct ho_out *o)
 
 	for (struct conn *c = d->conns; c; c = c->next) {
 		struct ho_conn hc = { .fd = c->w.fd, .kind = c->kind, .hello_flags = c->hello_flags,
-				      .target = c->target ? ho_target_index(d, c->target) : -1 };
+				      .target = c->target ? ho_target_index(d, c->target) : -1,
+				      .upgrade_waiting = c->upgrade_waiting,
+				      .upgrade_seq = c->upgrade_seq };
 
 		if (!ho_conn_kept(c))
 			continue;

@@ -285,7 +285,9 @@ static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
 		if (si.ssi_signo == SIGHUP) {
 			reload_config(d);
 		} else if (si.ssi_signo == SIGUSR2) {
-			upgrade_begin(d);
+			const char *why;
+
+			(void)upgrade_begin(d, &why); /* logged */
 		} else {
 			upgrade_abandon(d, "asked to stop");
 			drain_begin(d);
@@ -486,7 +488,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
 	if (a.handover_version) {
-		printf("zswapd handover %d\n", HANDOVER_VERSION);
+		printf("zswapd handover %d protocol %d\n", HANDOVER_VERSION, ZS_VERSION);
 		return 0;
 	}
 	remember_exe(&d, argv);

@@ -252,7 +252,10 @@ static int proto_check_payload(uint16_t type, const unsigned char *p, uint32_t l
 	case ZS_GROUP_REPLY:
 		return proto_check_size(len, sizeof(struct zs_group_reply));
 	case ZS_GROUPS:
+	case ZS_UPGRADE:
 		return proto_check_size(len, 0);
+	case ZS_UPGRADE_REPLY:
+		return proto_check_size(len, sizeof(struct zs_upgrade_reply));
 	case ZS_GROUPS_REPLY:
 		return proto_check_records(p, len, sizeof(struct zs_group_info),
 					   offsetof(struct zs_group_info, cgroup), ZS_TARGET_CGROUP_LEN);

@@ -10,9 +10,10 @@
  * the pid, which every shim's watcher holds a pidfd of, stays, and so do
  * the descriptors the image names (handover_save.c).  The steps:
  *
- *  1. Ask the binary at that path whether it reads our image
- *     (--handover-version): an old or broken one is refused while nothing
- *     has changed yet.
+ *  1. Ask the binary at that path whether it reads our image and speaks
+ *     our protocol (--handover-version): the shims in the processes stay,
+ *     and speak only theirs.  An old, broken or incompatible binary is
+ *     refused while nothing has changed yet.
  *  2. Quiesce, the loop serving faults meanwhile: no new batch, writeback
  *     or recompression; a reclaim ends with its batch in flight, answered
  *     with what it did; a restore is answered as stopped; new connections wait in the
@@ -49,7 +50,10 @@
 
 extern char **environ;
 
-/* What `path --handover-version` prints: it must be our image's version. */
+/*
+ * What `path --handover-version` prints: it must read our image, and speak
+ * the protocol of the shims in the processes we serve, which stay.
+ */
 static int upgrade_check_binary(const char *path)
 {
 	char *argv[] = { (char *)path, "--handover-version", NULL };
@@ -83,26 +87,29 @@ static int upgrade_check_binary(const char *path)
 		waitpid(pid, &status, 0);
 	}
 	out[n] = '\0';
-	snprintf(want, sizeof(want), "zswapd handover %d\n", HANDOVER_VERSION);
+	snprintf(want, sizeof(want), "zswapd handover %d protocol %d\n", HANDOVER_VERSION, ZS_VERSION);
 	if (r == 0 && strcmp(out, want))
 		r = -EPROTO;
 	return r;
 }
 
-void upgrade_begin(struct daemon *d)
+int upgrade_begin(struct daemon *d, const char **ret_why)
 {
 	int r;
 
+	if (d->upgrading) /* one more requester waits for the same upgrade */
+		return 0;
 	if (d->stopping) {
-		log_warning("SIGUSR2: %s already, not upgrading", d->upgrading ? "upgrading" : "stopping");
-		return;
+		*ret_why = "zswapd is stopping";
+		return log_warning_errno(-ESHUTDOWN, "upgrade: stopping already, not upgrading");
 	}
 	r = upgrade_check_binary(d->exe_path);
 	if (r < 0) {
-		log_error_errno(r, "SIGUSR2: %s cannot take over (%m): not upgrading; it must be a "
-				   "zswapd that reads handover image version %d",
-				d->exe_path, HANDOVER_VERSION);
-		return;
+		*ret_why = "the binary zswapd was started from cannot take over (see its log)";
+		return log_error_errno(r, "upgrade: %s cannot take over (%m): not upgrading; it must be "
+					  "a zswapd that reads handover image version %d and speaks "
+					  "protocol %d",
+				       d->exe_path, HANDOVER_VERSION, ZS_VERSION);
 	}
 	d->stopping = d->upgrading = true;
 	d->stop_usec = now_usec();
@@ -112,8 +119,9 @@ void upgrade_begin(struct daemon *d)
 		restore_finish(t, -ESHUTDOWN);
 		evict_pick_free(t);
 	}
-	log_info("SIGUSR2: handing over to %s", d->exe_path);
+	log_info("upgrade: handing over to %s", d->exe_path);
 	notify_status(d);
+	return 0;
 }
 
 /* Back to serving as before: the upgrade could not find a quiet moment. */
@@ -123,6 +131,11 @@ void upgrade_abandon(struct daemon *d, const char *why)
 		return;
 	log_warning("upgrade abandoned: %s; zswapd goes on as before", why);
 	d->stopping = d->upgrading = false;
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (c->upgrade_waiting && !c->dead) {
+			c->upgrade_waiting = false;
+			proto_send_error(c->w.fd, c->upgrade_seq, -EBUSY, "upgrade abandoned: no quiet moment");
+		}
 	if (d->listen_w.fd >= 0 && watch_add(d->epfd, &d->listen_w, EPOLLIN) < 0)
 		log_error("cannot watch the listening socket again");
 	notify_status(d);

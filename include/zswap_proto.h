@@ -71,6 +71,9 @@
  *             process (ZS_GROUP_ALL) or of those in a memory cgroup
  *   ZS_GROUPS -> ZS_GROUPS_REPLY {struct zs_group_info[]}: every group, with
  *             budgets and followed cgroup limits
+ *   ZS_UPGRADE -> ZS_UPGRADE_REPLY {struct zs_upgrade_reply}, root only: the
+ *             binary replaced in place (zswapd(8), SIGUSR2); the new binary
+ *             answers, once it has taken over
  *   any failure -> ZS_ERROR {err = -errno, msg = text for the operator}
  */
 #ifndef ZSWAP_PROTO_H
@@ -104,6 +107,7 @@ enum zs_type {
 	ZS_RESTORE = 36,
 	ZS_GROUP = 37,
 	ZS_GROUPS = 38,
+	ZS_UPGRADE = 39,
 	/* daemon -> zswapctl */
 	ZS_STATS_REPLY = 48,
 	ZS_LIST_REPLY = 49,
@@ -112,6 +116,7 @@ enum zs_type {
 	ZS_RESTORE_REPLY = 52,
 	ZS_GROUP_REPLY = 53,
 	ZS_GROUPS_REPLY = 54,
+	ZS_UPGRADE_REPLY = 55,
 	ZS_ERROR = 63,
 };
 
@@ -330,6 +335,12 @@ struct zs_restore_reply {
 	uint64_t restored_pages; /* faulted back while the restore ran */
 	uint64_t left_pages;	 /* still evicted (could not be put back) */
 	uint64_t resident_bytes; /* RssAnon at the end */
+};
+
+struct zs_upgrade_reply {
+	uint64_t pages;	    /* evicted pages handed over, none faulted back */
+	uint32_t processes; /* served processes handed over */
+	uint32_t msec;	    /* from the image's first byte to the new binary's take-over */
 };
 
 #define ZS_CGROUP_LEN 256

@@ -106,6 +106,9 @@ static const struct msg_case valid[] = {
 	  &(const struct zs_group){ .flags = ZS_GROUP_QUERY, .cgroup = "/system.slice" },
 	  sizeof(struct zs_group) },
 	{ "groups", ZS_GROUPS, NULL, 0 },
+	{ "upgrade", ZS_UPGRADE, NULL, 0 },
+	{ "upgrade reply", ZS_UPGRADE_REPLY, &(const struct zs_upgrade_reply){ 262144, 12, 320 },
+	  sizeof(struct zs_upgrade_reply) },
 	{ "groups reply empty", ZS_GROUPS_REPLY, NULL, 0 },
 	{ "groups reply", ZS_GROUPS_REPLY,
 	  (const struct zs_group_info[]){ { .flags = ZS_GROUP_ALL },
@@ -135,7 +138,7 @@ static const uint16_t all_types[] = {
 	ZS_READY,	ZS_EVICT,	ZS_BYE,		  ZS_STATS,	    ZS_LIST,
 	ZS_RECLAIM,	ZS_STATS_REPLY, ZS_LIST_REPLY, ZS_RECLAIM_REPLY, ZS_ERROR,
 	ZS_LIMIT,	ZS_LIMIT_REPLY, ZS_RESTORE,	  ZS_RESTORE_REPLY, ZS_GROUP,
-	ZS_GROUP_REPLY, ZS_GROUPS,	ZS_GROUPS_REPLY,
+	ZS_GROUP_REPLY, ZS_GROUPS,	ZS_GROUPS_REPLY, ZS_UPGRADE,	    ZS_UPGRADE_REPLY,
 };
 
 /* Writes header and payload into buf; returns the datagram length. */
@@ -756,6 +759,11 @@ static const struct bad_case bad[] = {
 	{ "group short", ZS_GROUP, &(const struct zs_group){ .flags = ZS_GROUP_ALL }, 16,
 	  .want = -EBADMSG },
 	{ "groups with a payload", ZS_GROUPS, &(const struct zs_group){ .flags = ZS_GROUP_ALL }, 8,
+	  .want = -EBADMSG },
+	/* UPGRADE: nothing; its reply exactly its size */
+	{ "upgrade with a payload", ZS_UPGRADE, &(const struct zs_restore){ 1, 0 }, 8,
+	  .want = -EBADMSG },
+	{ "upgrade reply short", ZS_UPGRADE_REPLY, &(const struct zs_upgrade_reply){ 1, 2, 3 }, 8,
 	  .want = -EBADMSG },
 	{ "groups reply cut", ZS_GROUPS_REPLY, (const struct zs_group_info[]){ { .flags = 1 } }, 100,
 	  .want = -EBADMSG },
