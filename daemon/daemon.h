@@ -17,12 +17,12 @@
  *
  * Calls go one way, down this list (each file's prototypes are below, in
  * the same order, lowest first):
- *   loop, main          the turn: events, then each module's per-turn work,
- *                       then the reaper
- *   upgrade, handover_save, handover_load   SIGUSR2: the binary replaced in
- *                       place, every page kept
+ *   loop, main, handover_load   the turn: events, then each module's per-turn
+ *                       work, then the reaper; a binary started by an upgrade
+ *                       reads the image first
  *   conn, ctl, stats    the control socket
- *   drain, restore      stop; swapoff for one process
+ *   drain, restore, upgrade, handover_save   stop; swapoff for one process;
+ *                       the binary replaced in place, every page kept
  *   group, proactive    budgets of many processes, cgroup limits; cold
  *                       pages evicted unasked
  *   pressure            the host's memory pressure (PSI)

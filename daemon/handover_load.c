@@ -367,6 +367,17 @@ static void ho_drop_unnamed(struct daemon *d, struct ho_loaded *l)
 	}
 }
 
+/* A forked child no shim claimed was getting its pages back: on with it. */
+static void ho_restore_unclaimed(struct ho_loaded *l)
+{
+	for (uint32_t i = 0; i < l->ntargets; i++) {
+		struct target *t = l->targets[i];
+
+		if (t->unclaimed && idx_count(t->idx) && restore_start(t, NULL, 0) < 0)
+			log_warning("pid %d: cannot bring its pages back", (int)t->pid);
+	}
+}
+
 int handover_load(struct daemon *d)
 {
 	struct ho_in in = { .fd = d->handover_fd, .off = sizeof(struct ho_header) };
@@ -412,11 +423,7 @@ int handover_load(struct daemon *d)
 		goto out;
 	ho_drop_unnamed(d, &l);
 	ho_load_groups(d, groups, h.ngroups);
-	/* A forked child no shim claimed was getting its pages back: on with it. */
-	for (uint32_t i = 0; i < h.ntargets; i++)
-		if (l.targets[i]->unclaimed && idx_count(l.targets[i]->idx) &&
-		    restore_start(l.targets[i], NULL, 0) < 0)
-			log_warning("pid %d: cannot bring its pages back", (int)l.targets[i]->pid);
+	ho_restore_unclaimed(&l);
 	d->st.upgrades++;
 	ho_answer_upgrade(d, h.ntargets, pages, (now_usec() - h.saved_usec) / 1000);
 	/* From the image's first byte to now: what a waiting fault waited, less our own set-up. */
