@@ -1808,6 +1808,30 @@ t_upgrade_redis() {
 	wait "$rpid" || true
 }
 
+t_upgrade_killed() {
+	# zswapd SIGKILLed in the middle of an upgrade (quiescing, writing the
+	# image, exec'ing, reading it back): what holds for any death holds, the
+	# process aborts at its next touch of an evicted page, saying why; it
+	# never hangs, never reads a wrong page.
+	local delay pid rc
+	for delay in 0 0.01 0.03 0.1; do
+		LD_PRELOAD=$SHIM "$MEMTEST" evict-then-touch 64 >"$TMP/ukill.out" 2>"$TMP/ukill.err" &
+		pid=$!
+		for _ in $(seq 200); do grep -q evicted "$TMP/ukill.out" && break; sleep 0.05; done
+		kill -USR2 "$(dpid)"
+		sleep "$delay"
+		kill -KILL "$(dpid)"
+		[ "$(wait_daemon_exit)" = 137 ]
+		kill -USR1 $pid
+		rc=0; wait $pid || rc=$?
+		echo "result: upgrade_killed: killed ${delay}s into an upgrade: $(grep -c . "$TMP/daemon.log") log lines, the process ended with $rc"
+		cat "$TMP/ukill.err"
+		[ $rc -eq $((128 + 6)) ] # SIGABRT
+		grep -q "aborting rather than letting it read zeros" "$TMP/ukill.err"
+		start_daemon
+	done
+}
+
 t_make_start() {
 	# `make start` without systemd: starts the installed zswapd; run again,
 	# it upgrades that zswapd in place, and a served process keeps its pages.
@@ -1965,6 +1989,7 @@ run daemon_killed_busy t_daemon_killed_busy
 run upgrade t_upgrade
 run make_start t_make_start
 run upgrade_soak t_upgrade_soak
+run upgrade_killed t_upgrade_killed
 run upgrade_redis t_upgrade_redis
 
 if ! stop_daemon; then
