@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * upgrade.c - SIGUSR2: replace the running binary in place, keeping every
- * page evicted, as nginx upgrades its binary on the fly.
+ * upgrade.c - SIGUSR2 or `zswapctl upgrade`: replace the running binary in
+ * place, keeping every page evicted, as nginx upgrades its binary on the
+ * fly.
  *
  * A stop faults every evicted page back first (drain.c): restarting a host
  * whose pool holds gigabytes would need those gigabytes free at once.  An
@@ -16,11 +17,12 @@
  *     refused while nothing has changed yet.
  *  2. Quiesce, the loop serving faults meanwhile: no new batch, writeback
  *     or recompression; a reclaim ends with its batch in flight, answered
- *     with what it did; a restore is answered as stopped; new connections wait in the
- *     listening socket's backlog; batches in flight commit (an agent silent
- *     for 5 s has its batch put back, as in a stop); I/O lands; every fault
- *     read is answered.  Not quiet within UPGRADE_TIMEOUT_USEC: the upgrade
- *     is abandoned and zswapd goes on as before.
+ *     with what it did; a restore is answered as stopped; new connections
+ *     wait in the listening socket's backlog; batches in flight commit (an
+ *     agent silent for 5 s has its batch put back, as in a stop); I/O
+ *     lands; every fault read is answered.  Not quiet within
+ *     UPGRADE_TIMEOUT_USEC: the upgrade is abandoned, its requesters get
+ *     an error, and zswapd goes on as before.
  *  3. In the one loop turn that finds it quiet, write the image and exec.
  *     Faults and events arriving from then on wait, unread, in their uffds
  *     for the new binary; the app threads that raised them just wait longer.
@@ -124,7 +126,7 @@ int upgrade_begin(struct daemon *d, const char **ret_why)
 	return 0;
 }
 
-/* Back to serving as before: the upgrade could not find a quiet moment. */
+/* Back to serving as before (no quiet moment, no image, a stop asked for). */
 void upgrade_abandon(struct daemon *d, const char *why)
 {
 	if (!d->upgrading)
@@ -134,7 +136,7 @@ void upgrade_abandon(struct daemon *d, const char *why)
 	for (struct conn *c = d->conns; c; c = c->next)
 		if (c->upgrade_waiting && !c->dead) {
 			c->upgrade_waiting = false;
-			proto_send_error(c->w.fd, c->upgrade_seq, -EBUSY, "upgrade abandoned: no quiet moment");
+			proto_send_error(c->w.fd, c->upgrade_seq, -EBUSY, why);
 		}
 	if (d->listen_w.fd >= 0 && watch_add(d->epfd, &d->listen_w, EPOLLIN) < 0)
 		log_error("cannot watch the listening socket again");

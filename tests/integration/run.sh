@@ -1697,6 +1697,9 @@ for b, a in zip(sorted(before, key=lambda t: t['pid']), sorted(after, key=lambda
 PY
 	# Again while threads write and reclaim: their batches finish first.
 	# Asked by zswapctl this time, which the new binary answers; root only.
+	# To another build: the same sources at -O0, other code and layout.
+	make -C "$ROOT" -s BUILD="$TMP/b0" CFLAGS="-O0 -g" "$TMP/b0/zswapd" >/dev/null
+	echo "result: upgrade: then to an -O0 build, $(stat -c %s "$TMP/b0/zswapd") bytes against $(stat -c %s "$B/zswapd")"
 	LD_PRELOAD=$SHIM "$MEMTEST" threads >"$TMP/up_t.out" &
 	local th=$!
 	sleep 1
@@ -1705,7 +1708,7 @@ PY
 			"$CTL" upgrade 2>"$TMP/up_denied.err"
 		grep -q "only root may upgrade" "$TMP/up_denied.err"
 	fi
-	cp "$B/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
+	cp "$TMP/b0/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
 	"$CTL" upgrade | tee "$TMP/up_ctl.out"
 	grep -q "upgraded in place: 4 processes and [0-9]* evicted pages handed over" "$TMP/up_ctl.out"
 	[ "$(stat_of upgrades)" = 2 ]
