@@ -1642,16 +1642,20 @@ t_fork_daemon_died_late() {
 	fork_held_killed beacon
 }
 
-# wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
-# upgrade_to_new: a new file at the daemon's path, then SIGUSR2; waits for upgrades = $1.
-upgrade_to_new() {
-	cp "$B/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
-	kill -USR2 "$(dpid)"
-	for _ in $(seq 400); do
+# upgrade_wait N: until zswapd has taken over N times (30 s at most).
+upgrade_wait() {
+	for _ in $(seq 600); do
 		[ "$(stat_of upgrades)" = "$1" ] && return 0
 		sleep 0.05
 	done
 	return 1
+}
+
+# upgrade_to_new N: a new file at the daemon's path, then SIGUSR2; waits for upgrades = N.
+upgrade_to_new() {
+	cp "$B/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
+	kill -USR2 "$(dpid)"
+	upgrade_wait "$1"
 }
 
 t_upgrade() {
@@ -1737,15 +1741,6 @@ PY
 	ZSWAPD_HANDOVER_FD=7 "$B/zswapd" -f -s "$TMP/junk.sock" 7<"$TMP/junk" 2>"$TMP/junk.err" || rc=$?
 	cat "$TMP/junk.err"
 	[ $rc -eq 1 ] && grep -q "not one this zswapd reads" "$TMP/junk.err" && [ ! -e "$TMP/junk.sock" ]
-}
-
-# upgrade_wait N: until zswapd has taken over N times (30 s at most).
-upgrade_wait() {
-	for _ in $(seq 600); do
-		[ "$(stat_of upgrades)" = "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 t_upgrade_soak() {
@@ -1865,6 +1860,7 @@ t_make_start() {
 	cat "$TMP/started.log"
 }
 
+# wait_gone PID SECONDS: whether PID ended within SECONDS (it is not our child).
 wait_gone() {
 	for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
 	return 1
