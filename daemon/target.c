@@ -126,17 +126,21 @@ int target_set_pid(struct target *t, pid_t pid)
 	return target_name(t, pid, -1);
 }
 
-/* Maps staging memfd fd of pages slots (the fd is t's now, even on failure). */
+/* Maps staging memfd fd of pages slots: t's from here on, or closed. */
 static int target_map_staging(struct target *t, int fd, uint32_t pages)
 {
 	/* The slots, then the page of veto bytes (ZS_STAGING_VETO). */
 	size_t len = ((size_t)pages + 1) * ZS_PAGE_SIZE;
 	void *p;
 
-	t->staging_fd = fd;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+	if (p == MAP_FAILED) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	t->staging_fd = fd;
 	t->staging = p;
 	t->staging_pages = pages;
 	return 0;
