@@ -152,8 +152,7 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 		return -EPERM;
 	}
 	if (d->stopping) {
-		proto_send_error(c->w.fd, h->seq, d->upgrading ? -EAGAIN : -ESHUTDOWN,
-				 d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
+		ctl_refuse_stopping(c, h->seq);
 		return -ESHUTDOWN;
 	}
 	c->kind = CONN_SHIM;

@@ -96,6 +96,15 @@ static bool ctl_find_target(struct conn *c, const struct zs_hdr *h, uint32_t pid
 	return true;
 }
 
+/* What a stop under way refuses; an upgrade is over soon: try again. */
+int ctl_refuse_stopping(struct conn *c, uint32_t seq)
+{
+	bool upgrading = c->d->upgrading;
+
+	return proto_send_error(c->w.fd, seq, upgrading ? -EAGAIN : -ESHUTDOWN,
+				upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
+}
+
 static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_reclaim *req = proto_payload(h);
@@ -105,8 +114,7 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 	if (!ctl_find_target(c, h, req->pid, "reclaim", &t))
 		return 0;
 	if (c->d->stopping)
-		return proto_send_error(c->w.fd, h->seq, c->d->upgrading ? -EAGAIN : -ESHUTDOWN,
-					c->d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
+		return ctl_refuse_stopping(c, h->seq);
 	if (t->restore)
 		return proto_send_error(c->w.fd, h->seq, -EBUSY,
 					"a restore of this process is running");
@@ -190,8 +198,7 @@ static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 	if (!ctl_find_target(c, h, req->pid, "restore", &t))
 		return 0;
 	if (c->d->stopping)
-		return proto_send_error(c->w.fd, h->seq, c->d->upgrading ? -EAGAIN : -ESHUTDOWN,
-					c->d->upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
+		return ctl_refuse_stopping(c, h->seq);
 	r = restore_start(t, c, h->seq);
 	if (r == -EBUSY)
 		return proto_send_error(c->w.fd, h->seq, r, "a restore of this process is running");

@@ -430,7 +430,7 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 /* The child of a fork, with every entry of the parent shared; its uffd is served as the parent's. */
 int target_new_child(struct target *parent, int uffd, struct target **ret_child);
 int target_set_pid(struct target *t, pid_t pid);
-/* A target inherited across an in-place upgrade (handover_load.c): its descriptors, and nothing else yet. */
+/* A target inherited across an in-place upgrade (handover_load.c): its descriptors only. */
 int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, int pidfd,
 		     int staging_fd, uint32_t staging_pages,
 		     void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
@@ -631,6 +631,8 @@ size_t stats_fill(struct daemon *d, struct zs_stat *out, size_t max);
 
 /* ctl.c */
 int ctl_handle(struct conn *c, const struct zs_hdr *h);
+/* The error for what a stop or an upgrade under way cannot take. */
+int ctl_refuse_stopping(struct conn *c, uint32_t seq);
 
 /* conn.c */
 int conn_new(struct daemon *d, int fd, struct conn **ret_conn);

@@ -179,8 +179,11 @@ static uint32_t ho_save_groups(struct daemon *d, struct ho_out *o)
 	return n;
 }
 
-static void ho_save_entries(struct ho_ids *ids, struct ho_out *o)
+/* Every entry, in id order; returns the highest pool handle among them. */
+static uint64_t ho_save_entries(struct ho_ids *ids, struct ho_out *o)
 {
+	uint64_t max_handle = 0;
+
 	for (uint64_t i = 0; i < ids->n; i++) {
 		const struct entry *e = ids->ents[i];
 		struct ho_entry he = { .kind = e->kind, .where = e->where, .recomp = e->recomp,
@@ -189,10 +192,13 @@ static void ho_save_entries(struct ho_ids *ids, struct ho_out *o)
 
 		if (e->kind == ENTRY_RAW)
 			he.val = 0;
+		else if (e->kind == ENTRY_COMP && e->where == ENTRY_IN_POOL && e->val > max_handle)
+			max_handle = e->val;
 		ho_put(o, &he, sizeof(he));
 		if (e->kind == ENTRY_RAW)
 			ho_put(o, (const void *)(uintptr_t)e->val, ZS_PAGE_SIZE);
 	}
+	return max_handle;
 }
 
 static int ho_save_obj(uint64_t handle, const void *obj, size_t len, void *arg)
@@ -317,8 +323,7 @@ int handover_save(struct daemon *d, int fd)
 			       .evict_batch_pages = d->cfg.evict_batch_pages,
 			       .listen_fd = d->listen_w.fd, .socket_activated = d->socket_activated,
 			       .swap_fd = wb_fd(d), .swap_file_size = d->cfg.swap_file_size,
-			       .next_batch_id = d->next_batch_id, .saved_usec = now_usec(),
-			       .max_handle = 0 };
+			       .next_batch_id = d->next_batch_id, .saved_usec = now_usec() };
 	struct ho_out o = { .fd = fd, .off = sizeof(h) };
 	struct ho_ids ids = { 0 };
 	struct ho_obj end = { 0 };
@@ -335,14 +340,10 @@ int handover_save(struct daemon *d, int fd)
 	r = o.buf ? ho_ids_build(d, &ids) : -ENOMEM;
 	if (r < 0)
 		goto out;
-	for (uint64_t i = 0; i < ids.n; i++)
-		if (ids.ents[i]->kind == ENTRY_COMP && ids.ents[i]->where == ENTRY_IN_POOL &&
-		    ids.ents[i]->val > h.max_handle)
-			h.max_handle = ids.ents[i]->val;
 	h.nentries = ids.n;
 	h.nstats = ho_save_stats(d, &o);
 	h.ngroups = ho_save_groups(d, &o);
-	ho_save_entries(&ids, &o);
+	h.max_handle = ho_save_entries(&ids, &o);
 	ho_flush(&o);
 	r = o.err;
 	if (r < 0)

@@ -27,7 +27,7 @@ uint64_t swapmap_nblocks(const struct swapmap *m);
 int swapmap_alloc(struct swapmap *m, uint64_t *ret_block);
 /* One more object lives in block b. */
 void swapmap_get(struct swapmap *m, uint64_t b);
-/* One more object lives in block b, which may have been free: a handover's. -ERANGE past the end. */
+/* The same for a block a handover names, which may have been free; -ERANGE past the end. */
 int swapmap_adopt(struct swapmap *m, uint64_t b);
 /* One object of block b is gone (or was never written there). */
 void swapmap_put(struct swapmap *m, uint64_t b);
