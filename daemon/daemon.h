@@ -605,10 +605,16 @@ void restore_continue(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
 
 /* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
-#define HANDOVER_VERSION 1
+#define HANDOVER_VERSION 2
 #define ZSWAPD_HANDOVER_ENV "ZSWAPD_HANDOVER_FD" /* the image's descriptor, for the new binary */
-/* Writes the image into fd, emptying the pool into it; < 0: nothing changed. Aborts past that. */
+/*
+ * Writes the image into fd and clears FD_CLOEXEC on every descriptor it
+ * names; < 0: nothing changed.  The daemon's state is left as it was:
+ * if the exec fails, handover_cancel() makes those descriptors ours alone
+ * again and zswapd goes on.
+ */
 int handover_save(struct daemon *d, int fd);
+void handover_cancel(struct daemon *d);
 /* The new binary: the image's header, over the config (compressor, swap file, socket). */
 int handover_prepare(struct daemon *d, int fd);
 /* Then, once the daemon is set up: every entry, process and connection. */

@@ -5,9 +5,9 @@
  * image never leaves the machine):
  *   ho_header | ho_stat x nstats | ho_group x ngroups
  *   | ho_entry x nentries (a RAW entry followed by its page)
- *   | ho_obj + bytes, per pool object, slab order, ending with handle 0
  *   | ho_target (followed by ho_page x npages) x ntargets | ho_conn x nconns
  * An entry's id is its place in the entries; the LRU order is theirs.
+ * The pool's bytes are not in it: pool_fd names the memfd they are in.
  */
 #ifndef ZSWAPD_HANDOVER_H
 #define ZSWAPD_HANDOVER_H
@@ -30,6 +30,8 @@ struct ho_header {
 	int32_t listen_fd;
 	uint32_t socket_activated;
 	int32_t swap_fd; /* -1: no writeback tier */
+	int32_t pool_fd; /* the arena of the pool's slabs */
+	uint32_t pad;
 	uint64_t swap_file_size;
 	char swap_file[CFG_PATH_MAX];
 	char socket[CFG_PATH_MAX];
@@ -52,15 +54,12 @@ struct ho_group {
 
 struct ho_entry {
 	uint8_t kind, where, recomp, pad;
-	uint16_t len, pad2;
+	uint16_t len;
+	uint16_t slot;	/* COMP in the pool: its slot in the slab */
 	uint32_t stored_at;
-	uint64_t val;  /* SAME: the word; COMP in the pool: its handle in the old pool */
-	uint64_t disk; /* COMP on disk: its byte offset in the swap file */
-};
-
-struct ho_obj {
-	uint64_t handle;
-	uint32_t len, pad;
+	uint32_t slab;	/* and its slab, the arena's chunk */
+	uint64_t val;	/* SAME: the word; COMP in the pool: its pool handle */
+	uint64_t disk;	/* COMP on disk: its byte offset in the swap file */
 };
 
 struct ho_target {

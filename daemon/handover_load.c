@@ -2,10 +2,10 @@
 /*
  * handover_load.c - the new binary of an in-place upgrade reads the image
  * the one it replaced wrote (handover_save.c): the header first, over the
- * config (handover_prepare), then, once the daemon is set up, every entry,
- * pool object, process and connection (handover_load).  Each stretch of
- * the image is punched out of the memfd once it is in the new pool, so the
- * pool is never held twice.  Anything that does not add up is an error,
+ * config (handover_prepare), then, once the daemon is set up, the pool's
+ * arena, every entry (its object put back where it was in the arena),
+ * process and connection (handover_load).  Each stretch of the image is
+ * punched out of the memfd once read.  Anything that does not add up is an error,
  * and the caller exits: the processes then see zswapd die (shim/orphan.c),
  * never a wrong page.
  */
@@ -153,13 +153,11 @@ static int ho_load_stats(struct daemon *d, struct ho_in *in, uint32_t n)
 struct ho_loaded {
 	struct entry **ents;	/* by id */
 	uint64_t nents;
-	struct entry **by_handle; /* old pool handle -> entry */
-	uint64_t max_handle;
 	struct target **targets;
 	uint32_t ntargets;
 };
 
-static int ho_load_entries(struct ho_in *in, struct ho_loaded *l)
+static int ho_load_entries(struct daemon *d, struct ho_in *in, struct ho_loaded *l)
 {
 	for (uint64_t i = 0; i < l->nents; i++) {
 		struct ho_entry he;
@@ -170,9 +168,7 @@ static int ho_load_entries(struct ho_in *in, struct ho_loaded *l)
 		if (r < 0)
 			return r;
 		if (he.kind < ENTRY_SAME || he.kind > ENTRY_RAW || he.where == ENTRY_WRITING ||
-		    he.where > ENTRY_ON_DISK || he.len > ZS_PAGE_SIZE ||
-		    (he.kind == ENTRY_COMP && he.where == ENTRY_IN_POOL &&
-		     (!he.val || he.val > l->max_handle || l->by_handle[he.val])))
+		    he.where > ENTRY_ON_DISK || he.len > ZS_PAGE_SIZE)
 			return -EPROTO;
 		e = calloc(1, sizeof(*e));
 		if (!e)
@@ -194,43 +190,19 @@ static int ho_load_entries(struct ho_in *in, struct ho_loaded *l)
 			if (r < 0)
 				return r;
 		} else if (he.where == ENTRY_IN_POOL) {
-			l->by_handle[he.val] = e; /* its bytes come with the pool's objects */
+			/* Where it was: pool_place() refuses a place taken or impossible. */
+			r = pool_place(d->pool, he.val, he.slab, he.slot, he.len);
+			if (r < 0)
+				return r;
+			e->val = he.val;
 		}
 	}
 	return 0;
 }
 
-static int ho_load_objects(struct daemon *d, struct ho_in *in, struct ho_loaded *l)
-{
-	for (;;) {
-		struct ho_obj ho;
-		struct entry *e;
-		uint64_t handle;
-		int r = ho_get(in, &ho, sizeof(ho));
-
-		if (r < 0)
-			return r;
-		if (!ho.handle)
-			return 0;
-		if (ho.handle > l->max_handle || !(e = l->by_handle[ho.handle]) || ho.len != e->len)
-			return -EPROTO;
-		r = pool_alloc(d->pool, ho.len, &handle);
-		if (r < 0)
-			return r;
-		e->val = handle;
-		l->by_handle[ho.handle] = NULL; /* each object once */
-		r = ho_get(in, pool_map(d->pool, handle), ho.len);
-		if (r < 0)
-			return r;
-	}
-}
-
-/* Counts each entry in, on its LRU in the old order; an entry with no object is an error. */
+/* Counts each entry in, on its LRU in the old order. */
 static int ho_account_entries(struct daemon *d, struct ho_loaded *l)
 {
-	for (uint64_t h = 1; h <= l->max_handle; h++)
-		if (l->by_handle[h])
-			return -EPROTO;
 	for (uint64_t i = 0; i < l->nents; i++) {
 		int r = entry_account(d, l->ents[i]);
 
@@ -384,7 +356,7 @@ int handover_load(struct daemon *d)
 	struct ho_loaded l = { 0 };
 	struct ho_group *groups = NULL;
 	struct ho_header h;
-	uint64_t pages = 0, start = now_usec();
+	uint64_t pages = 0, start = now_usec(), populate_usec = 0;
 	int r;
 
 	r = ho_header_read(d->handover_fd, &h);
@@ -393,25 +365,34 @@ int handover_load(struct daemon *d)
 	in.punched = 0;
 	in.buf = malloc(HANDOVER_BUF);
 	l.nents = h.nentries;
-	l.max_handle = h.max_handle;
 	l.ntargets = h.ntargets;
 	l.ents = calloc(h.nentries ? h.nentries : 1, sizeof(*l.ents));
-	l.by_handle = calloc(h.max_handle + 1, sizeof(*l.by_handle));
 	l.targets = calloc(h.ntargets ? h.ntargets : 1, sizeof(*l.targets));
 	groups = calloc(h.ngroups ? h.ngroups : 1, sizeof(*groups));
-	if (!in.buf || !l.ents || !l.by_handle || !l.targets || !groups) {
+	if (!in.buf || !l.ents || !l.targets || !groups) {
 		r = -ENOMEM;
 		goto out;
 	}
-	r = ho_load_stats(d, &in, h.nstats);
+	/* The old pool in place of the empty one daemon_setup() made. */
+	pool_free(d->pool);
+	d->pool = NULL;
+	r = pool_adopt(ho_own(h.pool_fd), h.max_handle, &d->pool);
+	if (r == 0)
+		r = ho_load_stats(d, &in, h.nstats);
 	if (r == 0)
 		r = ho_get(&in, groups, (size_t)h.ngroups * sizeof(*groups));
 	if (r == 0)
-		r = ho_load_entries(&in, &l);
-	if (r == 0)
-		r = ho_load_objects(d, &in, &l);
-	if (r == 0)
+		r = ho_load_entries(d, &in, &l);
+	if (r == 0) {
+		pool_adopt_done(d->pool);
 		r = ho_account_entries(d, &l);
+	}
+	/* Hazard 6: the pool locked, as the old binary had it. */
+	if (r == 0 && d->cfg.mlock) {
+		populate_usec = now_usec();
+		r = pool_populate(d->pool);
+		populate_usec = now_usec() - populate_usec;
+	}
 	for (uint32_t i = 0; r == 0 && i < h.ntargets; i++) {
 		r = ho_load_target(d, &in, &l, &l.targets[i]);
 		if (r == 0)
@@ -427,10 +408,12 @@ int handover_load(struct daemon *d)
 	d->st.upgrades++;
 	ho_answer_upgrade(d, h.ntargets, pages, (now_usec() - h.saved_usec) / 1000);
 	/* From the image's first byte to now: what a waiting fault waited, less our own set-up. */
-	log_info("took over %u processes and %llu evicted pages in %llu ms (the image read in %llu)",
+	log_info("took over %u processes and %llu evicted pages in %llu ms (the image read in %llu, "
+		 "the pool locked in %llu)",
 		 h.ntargets, (unsigned long long)pages,
 		 (unsigned long long)((now_usec() - h.saved_usec) / 1000),
-		 (unsigned long long)((now_usec() - start) / 1000));
+		 (unsigned long long)((now_usec() - start) / 1000),
+		 (unsigned long long)(populate_usec / 1000));
 out:
 	/* On failure what was rebuilt is left as it is: the caller exits. */
 	if (r < 0)
@@ -439,7 +422,6 @@ out:
 	d->handover_fd = -1;
 	free(in.buf);
 	free(l.ents);
-	free(l.by_handle);
 	free(l.targets);
 	free(groups);
 	return r;

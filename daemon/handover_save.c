@@ -12,10 +12,11 @@
  * through the same uffds.  Faults that arrive meanwhile wait in their uffd
  * for the new binary to read them, as they wait for any busy daemon.
  *
- * Memory: the pool is written slab by slab and each slab is given back
- * once written (pool_drain), and the new binary punches each stretch of
- * the image out of the memfd once it has read it into its own pool: at no
- * moment are there two copies of the pool, only a slab or a stretch more.
+ * The pool is not in the image: its slabs live in a memfd (pool.c), which
+ * crosses the exec like the other descriptors, and the image says where in
+ * it each entry's object is.  So the image is metadata, tens of bytes per
+ * evicted page, and writing it changes nothing: if the exec fails, zswapd
+ * goes on serving from the same pool.
  *
  * The records: handover.h.
  */
@@ -179,8 +180,9 @@ static uint32_t ho_save_groups(struct daemon *d, struct ho_out *o)
 	return n;
 }
 
-/* Every entry, in id order; returns the highest pool handle among them. */
-static uint64_t ho_save_entries(struct ho_ids *ids, struct ho_out *o)
+/* Every entry, in id order, with where its object is in the arena;
+ * returns the highest pool handle among them. */
+static uint64_t ho_save_entries(struct pool *pool, struct ho_ids *ids, struct ho_out *o)
 {
 	uint64_t max_handle = 0;
 
@@ -190,25 +192,18 @@ static uint64_t ho_save_entries(struct ho_ids *ids, struct ho_out *o)
 				       .len = e->len, .stored_at = e->stored_at, .val = e->val,
 				       .disk = e->disk };
 
-		if (e->kind == ENTRY_RAW)
+		if (e->kind == ENTRY_RAW) {
 			he.val = 0;
-		else if (e->kind == ENTRY_COMP && e->where == ENTRY_IN_POOL && e->val > max_handle)
-			max_handle = e->val;
+		} else if (e->kind == ENTRY_COMP && e->where == ENTRY_IN_POOL) {
+			pool_locate(pool, e->val, &he.slab, &he.slot);
+			if (e->val > max_handle)
+				max_handle = e->val;
+		}
 		ho_put(o, &he, sizeof(he));
 		if (e->kind == ENTRY_RAW)
 			ho_put(o, (const void *)(uintptr_t)e->val, ZS_PAGE_SIZE);
 	}
 	return max_handle;
-}
-
-static int ho_save_obj(uint64_t handle, const void *obj, size_t len, void *arg)
-{
-	struct ho_out *o = arg;
-	struct ho_obj ho = { .handle = handle, .len = (uint32_t)len };
-
-	ho_put(o, &ho, sizeof(ho));
-	ho_put(o, obj, len);
-	return o->err;
 }
 
 struct ho_pages_ctx {
@@ -294,27 +289,34 @@ static uint32_t ho_save_conns(struct daemon *d, struct ho_out *o)
 	return n;
 }
 
-static void ho_keep_fd(int fd)
+static void ho_keep_fd(int fd, int flags)
 {
 	if (fd >= 0)
-		fcntl(fd, F_SETFD, 0);
+		fcntl(fd, F_SETFD, flags);
 }
 
-/* Every descriptor the image names must cross the exec. */
-static void ho_keep_fds(struct daemon *d, int swap_fd)
+/* Every descriptor the image names crosses the exec (flags 0), or,
+ * when the exec failed, is ours alone again (FD_CLOEXEC). */
+static void ho_keep_fds(struct daemon *d, int flags)
 {
-	ho_keep_fd(d->listen_w.fd);
-	ho_keep_fd(swap_fd);
+	ho_keep_fd(d->listen_w.fd, flags);
+	ho_keep_fd(wb_fd(d), flags);
+	ho_keep_fd(pool_fd(d->pool), flags);
 	for (struct target *t = d->targets; t; t = t->next) {
 		if (t->dead)
 			continue;
-		ho_keep_fd(t->uffd_w.fd);
-		ho_keep_fd(t->pidfd_w.fd);
-		ho_keep_fd(t->staging_fd);
+		ho_keep_fd(t->uffd_w.fd, flags);
+		ho_keep_fd(t->pidfd_w.fd, flags);
+		ho_keep_fd(t->staging_fd, flags);
 	}
 	for (struct conn *c = d->conns; c; c = c->next)
 		if (ho_conn_kept(c))
-			ho_keep_fd(c->w.fd);
+			ho_keep_fd(c->w.fd, flags);
+}
+
+void handover_cancel(struct daemon *d)
+{
+	ho_keep_fds(d, FD_CLOEXEC);
 }
 
 int handover_save(struct daemon *d, int fd)
@@ -323,10 +325,10 @@ int handover_save(struct daemon *d, int fd)
 			       .evict_batch_pages = d->cfg.evict_batch_pages,
 			       .listen_fd = d->listen_w.fd, .socket_activated = d->socket_activated,
 			       .swap_fd = wb_fd(d), .swap_file_size = d->cfg.swap_file_size,
+			       .pool_fd = pool_fd(d->pool),
 			       .next_batch_id = d->next_batch_id, .saved_usec = now_usec() };
 	struct ho_out o = { .fd = fd, .off = sizeof(h) };
 	struct ho_ids ids = { 0 };
-	struct ho_obj end = { 0 };
 	int r;
 
 	memcpy(h.magic, HANDOVER_MAGIC, sizeof(h.magic));
@@ -340,31 +342,21 @@ int handover_save(struct daemon *d, int fd)
 	r = o.buf ? ho_ids_build(d, &ids) : -ENOMEM;
 	if (r < 0)
 		goto out;
+	/* Empty slabs are named by no entry: the next binary would not know them. */
+	pool_drop_cache(d->pool);
 	h.nentries = ids.n;
 	h.nstats = ho_save_stats(d, &o);
 	h.ngroups = ho_save_groups(d, &o);
-	h.max_handle = ho_save_entries(&ids, &o);
-	ho_flush(&o);
-	r = o.err;
-	if (r < 0)
-		goto out;
-	/* From here on the pool empties as it is written: there is no way
-	 * back, and a failure loses what only the image holds. */
-	r = pool_drain(d->pool, ho_save_obj, &o);
-	ho_put(&o, &end, sizeof(end));
+	h.max_handle = ho_save_entries(d->pool, &ids, &o);
 	h.ntargets = ho_save_targets(d, &ids, &o);
 	h.nconns = ho_save_conns(d, &o);
 	ho_flush(&o);
-	if (r == 0)
-		r = o.err;
+	r = o.err;
 	if (r == 0 && pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		r = o.err = -EIO;
-	if (r < 0) {
-		log_error_errno(r, "Failed to write the handover image after emptying the pool "
-				   "into it: %m; the evicted pages are lost");
-		abort();
-	}
-	ho_keep_fds(d, h.swap_fd);
+		r = -EIO;
+	if (r < 0)
+		goto out;
+	ho_keep_fds(d, 0);
 	log_info("handover image: %llu entries, %u processes, %llu bytes in %llu ms",
 		 (unsigned long long)ids.n, h.ntargets, (unsigned long long)o.off,
 		 (unsigned long long)((now_usec() - h.saved_usec) / 1000));

@@ -13,20 +13,30 @@
  *    class to waste the smallest fraction at the slab's tail.  A 2080-byte
  *    class in one page holds one object and wastes half the page; in 16
  *    pages it holds 31 and wastes 1.6%.  Unlike zsmalloc we need not chain
- *    single pages: mmap gives us contiguous virtual memory, so an object may
- *    straddle a page boundary and pool_map() is plain arithmetic.
+ *    single pages: a chunk of the arena is contiguous memory, so an object
+ *    may straddle a page boundary and pool_map() is plain arithmetic.
  *
- *  - Slabs come from mmap and go back with munmap once their last object
- *    is released, so pool_total_size() is memory the kernel really lent us
- *    and the pool shrinks without a shrinker.  Not at once, though: a few
- *    empty slabs wait in a small cache until pool_trim() (the event loop
- *    calls it every second) in case a class wants a slab again.  Under
- *    churn, faults releasing objects while evictions store others, classes
- *    emptied and created slabs thousands of times a second (one-page slabs
- *    of pages stored as they are, mostly), and each munmap is a TLB flush
- *    by IPI (page tables are freed, so even CPUs that only lazily hold our
- *    mm get one; in a VM a hypercall) and each fresh slab a round of page
- *    faults: 9% of the daemon's CPU time in a 1 GiB hot/cold run.  What
+ *  - Slabs live in one arena: a memfd, mapped once, cut into 64 KiB
+ *    chunks, the largest slab's size; a slab's id is its chunk's index, so
+ *    a slab's address is arithmetic and its place in the memfd outlives
+ *    the mapping.  That is what an upgrade needs: the arena's descriptor
+ *    crosses the exec, the new binary maps it and puts each object back at
+ *    the slab and slot it had (pool_adopt(), pool_place()), and not one
+ *    byte of the pool is copied.  A chunk is memory only where a slab
+ *    wrote: the memfd is sparse, and an emptied slab's pages go back to the
+ *    kernel with a hole punched over them, so pool_total_size() is memory
+ *    the kernel really lent us and the pool shrinks without a shrinker.
+ *    The arena's size is address space, not memory; it grows (ftruncate
+ *    and mremap) as slab ids run out, and never shrinks.
+ *
+ *  - Not at once, though: a few empty slabs wait in a small cache until
+ *    pool_trim() (the event loop calls it every second) in case a class
+ *    wants a slab again.  Under churn, faults releasing objects while
+ *    evictions store others, classes emptied and created slabs thousands
+ *    of times a second (one-page slabs of pages stored as they are,
+ *    mostly), and each hole punched is a TLB flush by IPI (in a VM a
+ *    hypercall) and each fresh slab a round of page faults: 9% of the
+ *    daemon's CPU time in a 1 GiB hot/cold run without the cache.  What
  *    sat in the cache unused for a whole second goes back, and all of it
  *    when the pool nears its limit (pool_drop_cache()); the cache is
  *    counted in pool_total_size(): the memory is still ours.
@@ -77,11 +87,14 @@
  * Not thread-safe: the caller serialises access to one pool.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "comp.h"
 #include "pool.h"
@@ -92,7 +105,12 @@
 #define POOL_MAX_SLOTS (POOL_MAX_SLAB_PAGES * ZS_PAGE_SIZE / POOL_CLASS_DELTA)
 #define POOL_GROUPS 16u
 #define POOL_NO_GROUP UINT8_MAX
-#define POOL_MAX_SLABS UINT32_MAX
+/* One slab per chunk of the arena, as big as the biggest slab. */
+#define POOL_CHUNK_SHIFT 16u
+/* The arena grows with the slab ids, from this many chunks to at most
+ * 256 GiB of address space (which sanitizers' layouts still have). */
+#define POOL_FIRST_CHUNKS 64u
+#define POOL_MAX_CHUNKS (1u << 22)
 #define POOL_MAX_HANDLES UINT32_MAX
 /* Empty slabs kept for reuse until pool_trim(), at most: */
 #define POOL_CACHE_SLABS 256u
@@ -105,6 +123,8 @@ _Static_assert(POOL_MAX_SLOTS <= UINT16_MAX, "slot indices are kept in uint16_t"
 _Static_assert(ZS_PAGE_SIZE <= UINT16_MAX, "object lengths are kept in uint16_t");
 _Static_assert(POOL_NR_CLASSES <= UINT16_MAX, "class indices are kept in uint16_t");
 _Static_assert(POOL_GROUPS <= 32, "the group bitmap is 32 bits");
+_Static_assert(POOL_MAX_SLAB_PAGES * ZS_PAGE_SIZE == 1u << POOL_CHUNK_SHIFT,
+	       "a chunk holds the biggest slab");
 
 /*
  * One handle table entry.  8 bytes: small beside the object it describes,
@@ -120,7 +140,6 @@ _Static_assert(sizeof(struct pool_handle) == 8, "handle entries are 8 bytes");
 
 struct pool_slab {
 	struct pool_slab *prev, *next; /* in its class's fullness group */
-	uint8_t *mem;
 	uint32_t id;
 	uint16_t cls;
 	uint16_t nr_used;
@@ -143,22 +162,25 @@ struct pool_class {
 	struct pool_slab *groups[POOL_GROUPS];
 };
 
-/* An empty slab's memory, kept for the next slab of the same size. */
+/* An empty slab's chunk, its pages kept for the next slab of the same size. */
 struct pool_cached_slab {
-	uint8_t *mem;
-	size_t bytes;
+	uint32_t id;
+	uint32_t bytes;
 	uint32_t period; /* the pool_trim() period it came in */
 };
 
 struct pool {
+	int fd;	      /* the arena's memfd */
+	uint8_t *base; /* where it is mapped */
+	uint64_t arena_bytes; /* mapped: at least cap_ids chunks */
+	uint64_t file_bytes;  /* the memfd's size, never less */
 	struct pool_class classes[POOL_NR_CLASSES];
 	struct pool_cached_slab cache[POOL_CACHE_SLABS];
 	uint32_t nr_cached;
 	uint32_t cache_period; /* pool_trim() calls so far */
 	uint64_t cached_bytes;
-	struct pool_slab **slabs; /* by id; NULL for free ids */
-	uint8_t **slab_mem; /* by id: slabs[id]->mem, densely, for pool_map() */
-	uint32_t *free_ids;
+	struct pool_slab **slabs; /* by id; NULL for free and cached ids */
+	uint32_t *free_ids;	  /* ids whose chunk holds no page */
 	uint32_t nr_free_ids;
 	uint32_t nr_ids; /* ids handed out so far, free or not */
 	uint32_t cap_ids;
@@ -208,14 +230,68 @@ static void pool_init_classes(struct pool *p)
 	}
 }
 
-int pool_new(struct pool **ret_pool)
+/* A pool on the arena in fd, which is file_bytes long and all mapped; it
+ * owns fd once this succeeds. */
+static int pool_open(int fd, uint64_t file_bytes, struct pool **ret_pool)
 {
 	struct pool *p = calloc(1, sizeof(*p));
+	int r;
 
 	if (!p)
 		return -ENOMEM;
+	/* NORESERVE: address space, and the memfd is sparse; pages come as slabs write. */
+	p->base = mmap(NULL, file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (p->base == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	p->fd = fd;
+	p->arena_bytes = p->file_bytes = file_bytes;
 	pool_init_classes(p);
 	*ret_pool = p;
+	return 0;
+
+fail:
+	free(p);
+	return r;
+}
+
+int pool_new(struct pool **ret_pool)
+{
+	uint64_t bytes = (uint64_t)POOL_FIRST_CHUNKS << POOL_CHUNK_SHIFT;
+	int fd, r;
+
+	fd = memfd_create("zswapd-pool", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : pool_open(fd, bytes, ret_pool);
+	if (r < 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * Maps `chunks` chunks at least.  The memfd only ever grows: an adopted
+ * one may be longer than what is mapped yet, and must not be cut.  The
+ * mapping may move, which pool_map()'s rule (map right before use) allows.
+ */
+static int pool_grow_arena(struct pool *p, uint32_t chunks)
+{
+	uint64_t bytes = (uint64_t)chunks << POOL_CHUNK_SHIFT;
+	void *base;
+
+	if (bytes <= p->arena_bytes)
+		return 0;
+	if (bytes > p->file_bytes) {
+		if (ftruncate(p->fd, (off_t)bytes) < 0)
+			return -errno;
+		p->file_bytes = bytes;
+	}
+	base = mremap(p->base, p->arena_bytes, bytes, MREMAP_MAYMOVE);
+	if (base == MAP_FAILED)
+		return -errno;
+	p->base = base;
+	p->arena_bytes = bytes;
 	return 0;
 }
 
@@ -249,50 +325,36 @@ static _Noreturn void pool_bug(const char *what, uint32_t slab_id)
 	abort();
 }
 
-/* Gives a slab's memory back to the kernel. */
-static void pool_unmap(struct pool *p, uint8_t *mem, size_t bytes)
+static uint8_t *pool_chunk(const struct pool *p, uint32_t id)
 {
-	munmap(mem, bytes);
+	return p->base + ((size_t)id << POOL_CHUNK_SHIFT);
+}
+
+static void pool_put_id(struct pool *p, uint32_t id)
+{
+	p->slabs[id] = NULL;
+	p->free_ids[p->nr_free_ids++] = id;
+}
+
+/*
+ * Gives a slab's pages back to the kernel, and its id to the free ones.
+ * The hole is punched in the file, not just the mapping: the page cache
+ * lets go of the pages, and a later slab in this chunk starts from none.
+ */
+static void pool_punch(struct pool *p, uint32_t id, size_t bytes)
+{
+	fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)((uint64_t)id << POOL_CHUNK_SHIFT), (off_t)bytes);
 	p->total_size -= bytes;
+	pool_put_id(p, id);
 }
 
-/* Memory for a slab of `bytes`: a cached one's if there is one, else fresh. */
-static uint8_t *pool_slab_mem_get(struct pool *p, size_t bytes)
-{
-	void *mem;
-
-	for (uint32_t i = p->nr_cached; i-- > 0;) {
-		if (p->cache[i].bytes != bytes)
-			continue;
-		mem = p->cache[i].mem;
-		p->cache[i] = p->cache[--p->nr_cached];
-		p->cached_bytes -= bytes;
-		return mem;
-	}
-	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return NULL;
-	p->total_size += bytes;
-	return mem;
-}
-
-/* Keeps an empty slab's memory for reuse if the cache has room, else unmaps it. */
-static void pool_slab_mem_put(struct pool *p, uint8_t *mem, size_t bytes)
-{
-	if (p->nr_cached < POOL_CACHE_SLABS && p->cached_bytes + bytes <= POOL_CACHE_BYTES) {
-		p->cache[p->nr_cached++] = (struct pool_cached_slab){ mem, bytes, p->cache_period };
-		p->cached_bytes += bytes;
-		return;
-	}
-	pool_unmap(p, mem, bytes);
-}
-
-/* Unmaps cached slab i, which the caller then takes off the array. */
-static size_t pool_cache_unmap(struct pool *p, uint32_t i)
+/* Punches cached slab i, which the caller then takes off the array. */
+static size_t pool_cache_punch(struct pool *p, uint32_t i)
 {
 	size_t bytes = p->cache[i].bytes;
 
-	pool_unmap(p, p->cache[i].mem, bytes);
+	pool_punch(p, p->cache[i].id, bytes);
 	p->cached_bytes -= bytes;
 	return bytes;
 }
@@ -309,7 +371,7 @@ size_t pool_trim(struct pool *p)
 
 	for (uint32_t i = 0; i < p->nr_cached; i++) {
 		if (p->cache[i].period != p->cache_period)
-			freed += pool_cache_unmap(p, i);
+			freed += pool_cache_punch(p, i);
 		else
 			p->cache[kept++] = p->cache[i];
 	}
@@ -323,25 +385,29 @@ size_t pool_drop_cache(struct pool *p)
 	size_t freed = 0;
 
 	while (p->nr_cached)
-		freed += pool_cache_unmap(p, --p->nr_cached);
+		freed += pool_cache_punch(p, --p->nr_cached);
 	return freed;
 }
 
 /*
- * Retires a slab that is on no list and whose id the caller has dealt
- * with; its memory waits in the cache if `keep` and there is room.
+ * Retires a slab that is on no list: its chunk waits in the cache, pages
+ * and id kept, if `keep` and there is room, else is punched and its id freed.
  */
 static void pool_slab_destroy(struct pool *p, struct pool_slab *s, bool keep)
 {
 	struct pool_class *c = &p->classes[s->cls];
+	uint32_t bytes = (uint32_t)pool_slab_bytes(c);
 
 	/* A half-drained slab must not outlive its memory as compaction's cursor. */
 	if (p->compact_src == s)
 		p->compact_src = NULL;
-	if (keep)
-		pool_slab_mem_put(p, s->mem, pool_slab_bytes(c));
-	else
-		pool_unmap(p, s->mem, pool_slab_bytes(c));
+	p->slabs[s->id] = NULL;
+	if (keep && p->nr_cached < POOL_CACHE_SLABS && p->cached_bytes + bytes <= POOL_CACHE_BYTES) {
+		p->cache[p->nr_cached++] = (struct pool_cached_slab){ s->id, bytes, p->cache_period };
+		p->cached_bytes += bytes;
+	} else {
+		pool_punch(p, s->id, bytes);
+	}
 	c->nr_slabs--;
 	free(s);
 }
@@ -350,12 +416,13 @@ void pool_free(struct pool *p)
 {
 	if (!p)
 		return;
+	/* No hole to punch: closing the memfd frees its pages, unless an
+	 * upgrade handed it on, and then they are the next binary's. */
 	for (uint32_t id = 0; id < p->nr_ids; id++)
-		if (p->slabs[id])
-			pool_slab_destroy(p, p->slabs[id], false);
-	pool_drop_cache(p);
+		free(p->slabs[id]);
+	munmap(p->base, p->arena_bytes);
+	close(p->fd);
 	free(p->slabs);
-	free(p->slab_mem);
 	free(p->free_ids);
 	free(p->handles);
 	free(p);
@@ -366,19 +433,20 @@ static int pool_grow_ids(struct pool *p)
 {
 	uint32_t cap = p->cap_ids ? p->cap_ids * 2 : 64;
 	struct pool_slab **slabs;
-	uint8_t **slab_mem;
 	uint32_t *free_ids;
+	int r;
 
-	if (p->cap_ids > POOL_MAX_SLABS / 2)
+	if (p->cap_ids >= POOL_MAX_CHUNKS)
 		return -ENOMEM;
+	if (cap > POOL_MAX_CHUNKS)
+		cap = POOL_MAX_CHUNKS;
+	r = pool_grow_arena(p, cap);
+	if (r < 0)
+		return r;
 	slabs = reallocarray(p->slabs, cap, sizeof(*slabs));
 	if (!slabs)
 		return -ENOMEM;
 	p->slabs = slabs;
-	slab_mem = reallocarray(p->slab_mem, cap, sizeof(*slab_mem));
-	if (!slab_mem)
-		return -ENOMEM;
-	p->slab_mem = slab_mem;
 	free_ids = reallocarray(p->free_ids, cap, sizeof(*free_ids));
 	if (!free_ids)
 		return -ENOMEM;
@@ -387,6 +455,7 @@ static int pool_grow_ids(struct pool *p)
 	return 0;
 }
 
+/* A chunk with no page in it, for a new slab. */
 static int pool_get_id(struct pool *p, uint32_t *ret_id)
 {
 	int r;
@@ -401,16 +470,27 @@ static int pool_get_id(struct pool *p, uint32_t *ret_id)
 			return r;
 	}
 	p->slabs[p->nr_ids] = NULL;
-	p->slab_mem[p->nr_ids] = NULL;
 	*ret_id = p->nr_ids++;
 	return 0;
 }
 
-static void pool_put_id(struct pool *p, uint32_t id)
+/* A chunk for a slab of `bytes`: a cached one's, pages and all, or a free one. */
+static int pool_slab_id_get(struct pool *p, uint32_t bytes, uint32_t *ret_id)
 {
-	p->slabs[id] = NULL;
-	p->slab_mem[id] = NULL;
-	p->free_ids[p->nr_free_ids++] = id;
+	int r;
+
+	for (uint32_t i = p->nr_cached; i-- > 0;) {
+		if (p->cache[i].bytes != bytes)
+			continue;
+		*ret_id = p->cache[i].id;
+		p->cache[i] = p->cache[--p->nr_cached];
+		p->cached_bytes -= bytes;
+		return 0;
+	}
+	r = pool_get_id(p, ret_id);
+	if (r == 0)
+		p->total_size += bytes;
+	return r;
 }
 
 /*
@@ -508,6 +588,21 @@ static void pool_slab_regroup(struct pool_class *c, struct pool_slab *s)
 	pool_group_link(c, s, g);
 }
 
+/* A slab's header, on no list, its slots all free but no free stack yet. */
+static struct pool_slab *pool_slab_header(struct pool *p, unsigned cls, uint32_t id)
+{
+	const struct pool_class *c = &p->classes[cls];
+	struct pool_slab *s = calloc(1, sizeof(*s) + c->nr_slots * (sizeof(s->slot_handle[0]) +
+								   sizeof(uint16_t)));
+
+	if (!s)
+		return NULL;
+	s->id = id;
+	s->cls = (uint16_t)cls;
+	s->group = POOL_NO_GROUP;
+	return s;
+}
+
 static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret_slab)
 {
 	struct pool_class *c = &p->classes[cls];
@@ -516,45 +611,29 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 	uint32_t id;
 	int r;
 
-	r = pool_get_id(p, &id);
+	r = pool_slab_id_get(p, (uint32_t)pool_slab_bytes(c), &id);
 	if (r < 0)
 		return r;
-	s = calloc(1, sizeof(*s) + c->nr_slots * (sizeof(s->slot_handle[0]) + sizeof(*stack)));
+	s = pool_slab_header(p, cls, id);
 	if (!s) {
-		r = -ENOMEM;
-		goto fail_header;
+		pool_punch(p, id, pool_slab_bytes(c));
+		return -ENOMEM;
 	}
-	s->mem = pool_slab_mem_get(p, pool_slab_bytes(c));
-	if (!s->mem) {
-		r = -errno;
-		goto fail_mmap;
-	}
-	s->id = id;
-	s->cls = (uint16_t)cls;
-	s->group = POOL_NO_GROUP;
 	/* Reversed, so slots are handed out from the start of the slab. */
 	stack = pool_free_stack(s, c);
 	for (unsigned i = 0; i < c->nr_slots; i++)
 		stack[i] = (uint16_t)(c->nr_slots - 1 - i);
 	p->slabs[id] = s;
-	p->slab_mem[id] = s->mem;
 	c->nr_slabs++;
 	pool_slab_regroup(c, s);
 	*ret_slab = s;
 	return 0;
-
-fail_mmap:
-	free(s);
-fail_header:
-	pool_put_id(p, id);
-	return r;
 }
 
-/* Takes the slab off its list, gives back its id and its memory. */
+/* Takes the slab off its list, gives back its chunk. */
 static void pool_slab_retire(struct pool *p, struct pool_slab *s, bool keep)
 {
 	pool_group_unlink(&p->classes[s->cls], s);
-	pool_put_id(p, s->id);
 	pool_slab_destroy(p, s, keep);
 }
 
@@ -653,15 +732,14 @@ void pool_release(struct pool *p, uint64_t handle)
 }
 
 /*
- * The fault path.  Two dependent loads before the data: the handle entry,
- * then the slab's base in a dense array.  The slot size needs none, as the
- * length gives the class.
+ * The fault path.  One load before the data: the handle entry.  The slab's
+ * address is its chunk's, and the slot size comes from the length.
  */
 void *pool_map(struct pool *p, uint64_t handle)
 {
 	const struct pool_handle *e = pool_lookup(p, handle, "map");
 
-	return p->slab_mem[e->slab] + (size_t)e->slot * pool_slot_size(e->len);
+	return pool_chunk(p, e->slab) + (size_t)e->slot * pool_slot_size(e->len);
 }
 
 size_t pool_obj_len(struct pool *p, uint64_t handle)
@@ -669,39 +747,138 @@ size_t pool_obj_len(struct pool *p, uint64_t handle)
 	return pool_lookup(p, handle, "obj_len")->len;
 }
 
-/*
- * Slab by slab, so that each slab goes back as soon as its objects are
- * handed on: the caller copies the pool somewhere else (a handover image)
- * without ever holding two copies of it.
- */
-int pool_drain(struct pool *p, int (*fn)(uint64_t handle, const void *obj, size_t len, void *arg),
-	       void *arg)
+int pool_fd(const struct pool *p)
 {
-	for (uint32_t id = 0; id < p->nr_ids; id++) {
-		struct pool_slab *s = p->slabs[id];
-		uint16_t nr_slots;
+	return p->fd;
+}
 
-		if (!s)
-			continue;
-		nr_slots = p->classes[s->cls].nr_slots;
-		for (uint16_t slot = 0; slot < nr_slots; slot++) {
-			uint32_t h = s->slot_handle[slot];
-			bool last;
-			int r;
+void pool_locate(struct pool *p, uint64_t handle, uint32_t *ret_slab, uint16_t *ret_slot)
+{
+	const struct pool_handle *e = pool_lookup(p, handle, "locate");
 
-			if (!h)
-				continue;
-			r = fn(h, pool_map(p, h), p->handles[h].len, arg);
-			if (r < 0)
-				return r;
-			last = s->nr_used == 1;
-			pool_release(p, h); /* the last one frees s */
-			if (last)
-				break;
-		}
+	*ret_slab = e->slab;
+	*ret_slot = e->slot;
+}
+
+int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool)
+{
+	struct pool *p = NULL;
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || st.st_size % (1 << POOL_CHUNK_SHIFT) ||
+	    (uint64_t)st.st_size >> POOL_CHUNK_SHIFT > POOL_MAX_CHUNKS ||
+	    max_handle >= POOL_MAX_HANDLES)
+		return -EPROTO;
+	r = pool_open(fd, (uint64_t)st.st_size, &p);
+	if (r < 0)
+		return r;
+	/* Every entry free until placed; the free list is threaded at the end. */
+	p->handles = calloc(max_handle + 1, sizeof(*p->handles));
+	if (!p->handles) {
+		p->fd = -1; /* still the caller's */
+		pool_free(p);
+		return -ENOMEM;
 	}
-	pool_drop_cache(p);
+	p->nr_handles = (uint32_t)max_handle + 1;
+	*ret_pool = p;
 	return 0;
+}
+
+int pool_place(struct pool *p, uint64_t handle, uint32_t id, uint16_t slot, size_t len)
+{
+	struct pool_class *c;
+	struct pool_slab *s;
+	unsigned cls;
+	int r;
+
+	if (len == 0 || len > ZS_PAGE_SIZE || handle == 0 || handle >= p->nr_handles ||
+	    p->handles[handle].len || id >= POOL_MAX_CHUNKS)
+		return -EPROTO;
+	cls = (unsigned)((len - 1) / POOL_CLASS_DELTA);
+	c = &p->classes[cls];
+	if (slot >= c->nr_slots)
+		return -EPROTO;
+	while (id >= p->cap_ids) {
+		r = pool_grow_ids(p);
+		if (r < 0)
+			return r;
+	}
+	for (; p->nr_ids <= id; p->nr_ids++)
+		p->slabs[p->nr_ids] = NULL;
+	s = p->slabs[id];
+	if (!s) {
+		s = pool_slab_header(p, cls, id);
+		if (!s)
+			return -ENOMEM;
+		p->slabs[id] = s;
+		c->nr_slabs++;
+		p->total_size += pool_slab_bytes(c);
+	} else if (s->cls != cls || s->slot_handle[slot]) {
+		return -EPROTO;
+	}
+	s->slot_handle[slot] = (uint32_t)handle;
+	s->nr_used++;
+	c->nr_used++;
+	p->handles[handle] = (struct pool_handle){ .slab = id, .slot = slot, .len = (uint16_t)len };
+	p->stored_bytes += len;
+	p->nr_objects++;
+	return 0;
+}
+
+/*
+ * Maps every page of every slab, runs of neighbouring slabs at a time.
+ * Under mlockall(MCL_FUTURE | MCL_ONFAULT) that locks them too; the
+ * pages an adopted arena holds are otherwise mapped, and locked, only
+ * when a fault first reads them.
+ */
+int pool_populate(struct pool *p)
+{
+	uint64_t start = 0, end = 0; /* the run so far, as arena offsets */
+
+	for (uint32_t id = 0; id <= p->nr_ids; id++) {
+		const struct pool_slab *s = id < p->nr_ids ? p->slabs[id] : NULL;
+		uint64_t off = (uint64_t)id << POOL_CHUNK_SHIFT;
+
+		if (s && off == end) {
+			end = off + pool_slab_bytes(&p->classes[s->cls]);
+			continue;
+		}
+		if (end > start && madvise(p->base + start, end - start, MADV_POPULATE_READ) < 0)
+			return -errno;
+		start = off;
+		end = s ? off + pool_slab_bytes(&p->classes[s->cls]) : off;
+	}
+	return 0;
+}
+
+void pool_adopt_done(struct pool *p)
+{
+	/* Downwards, so that the lowest ids, slots and handles go out first. */
+	for (uint32_t id = p->nr_ids; id-- > 0;) {
+		struct pool_slab *s = p->slabs[id];
+		struct pool_class *c;
+		uint16_t *stack, n = 0;
+
+		if (!s) {
+			p->free_ids[p->nr_free_ids++] = id;
+			continue;
+		}
+		c = &p->classes[s->cls];
+		stack = pool_free_stack(s, c);
+		for (uint16_t slot = c->nr_slots; slot-- > 0;)
+			if (!s->slot_handle[slot])
+				stack[n++] = slot;
+		pool_slab_regroup(c, s);
+	}
+	for (uint32_t h = p->nr_handles; h-- > 1;) {
+		if (p->handles[h].len)
+			continue;
+		p->handles[h].slab = p->free_handle;
+		p->free_handle = h;
+	}
 }
 
 /* Whole slabs' worth of free slots in the class: what compaction can return. */
@@ -778,7 +955,8 @@ static void pool_move(struct pool *p, struct pool_class *c, struct pool_slab *sr
 	struct pool_handle *e = &p->handles[h];
 	uint16_t to = pool_slot_take(c, dst, h);
 
-	memcpy(dst->mem + (size_t)to * c->size, src->mem + (size_t)slot * c->size, e->len);
+	memcpy(pool_chunk(p, dst->id) + (size_t)to * c->size,
+	       pool_chunk(p, src->id) + (size_t)slot * c->size, e->len);
 	e->slab = dst->id;
 	e->slot = to;
 	pool_slot_put(c, src, slot);

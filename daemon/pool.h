@@ -7,9 +7,9 @@
  * out again by a later pool_alloc().  The handle stays the same while the
  * object moves: pool_compact() relocates objects to pack slabs, so the
  * address pool_map() returns is not stable, the handle is.  Memory comes
- * from mmap and goes back to the kernel when a slab empties (through a
- * small cache of empty slabs that pool_trim() empties), so
- * pool_total_size() is the memory the pool really holds.
+ * from a sparse memfd (the arena) and goes back to the kernel when a slab
+ * empties (through a small cache of empty slabs that pool_trim() empties),
+ * so pool_total_size() is the memory the pool really holds.
  */
 #ifndef ZSWAPD_POOL_H
 #define ZSWAPD_POOL_H
@@ -30,8 +30,8 @@ void pool_release(struct pool *p, uint64_t handle);
 /*
  * Where the object's bytes are.  Valid until the next pool_alloc(),
  * pool_release(), pool_compact() or pool_compact_some() on this pool:
- * compaction moves objects, so map right before use and never keep the
- * pointer.
+ * compaction moves objects, and a growing arena moves them all, so map
+ * right before use and never keep the pointer.
  */
 void *pool_map(struct pool *p, uint64_t handle);
 /* The length the object was allocated with. */
@@ -39,7 +39,7 @@ size_t pool_obj_len(struct pool *p, uint64_t handle);
 
 /*
  * Packs every size class: objects move from the sparsest slabs into free
- * slots of the fullest ones, and each slab that empties is unmapped (not
+ * slots of the fullest ones, and each slab that empties is given back (not
  * cached).  Returns the bytes given back to the kernel.  Afterwards
  * pool_fragmented_bytes() is 0.  Its cost grows with the objects it moves;
  * from an event loop prefer pool_compact_some().
@@ -47,7 +47,7 @@ size_t pool_obj_len(struct pool *p, uint64_t handle);
 size_t pool_compact(struct pool *p);
 /*
  * The same work in bounded steps: moves at most max_moves objects (each a
- * memcpy of at most ZS_PAGE_SIZE bytes, plus an munmap per emptied slab) and
+ * memcpy of at most ZS_PAGE_SIZE bytes, plus a hole punched per emptied slab) and
  * returns the bytes given back.  The next call resumes where this one
  * stopped; allocs and releases in between are fine.  Compaction is complete
  * once pool_fragmented_bytes() is 0.
@@ -55,22 +55,34 @@ size_t pool_compact(struct pool *p);
 size_t pool_compact_some(struct pool *p, size_t max_moves);
 
 /*
- * Unmaps the empty slabs kept for reuse (at most 1 MiB) that came before
+ * Gives back the empty slabs kept for reuse (at most 1 MiB) that came before
  * the last call and no allocation took since, and returns their bytes.
  * Call it every second or so: an idle pool's cache is gone after the
  * second call.
  */
 size_t pool_trim(struct pool *p);
-/* Unmaps every empty slab kept for reuse, and returns their bytes. */
+/* Gives back every empty slab kept for reuse, and returns their bytes. */
 size_t pool_drop_cache(struct pool *p);
 
 /*
- * Hands every live object to fn, then releases it, slab by slab: the pool
- * ends empty, its memory given back as it goes.  A negative return from fn
- * stops the walk and is returned; the objects not yet handed on stay.
+ * An upgrade hands the pool to the next binary without copying it: the
+ * memfd its slabs live in crosses the exec (pool_fd()), with where each
+ * object is (pool_locate()).  The new binary maps it with pool_adopt(),
+ * which takes fd on success, puts every object back where it was, at the
+ * handle it had, with pool_place(), and ends with pool_adopt_done(); the
+ * pool is usable only then.  pool_place() says -EPROTO for an object that
+ * cannot be where it is said to be (a bad length, slot or handle, a slot
+ * or handle taken twice, a slab holding two sizes).  Empty slabs are not
+ * named, so call pool_drop_cache() before the pool is handed on.
  */
-int pool_drain(struct pool *p, int (*fn)(uint64_t handle, const void *obj, size_t len, void *arg),
-	       void *arg);
+int pool_fd(const struct pool *p);
+void pool_locate(struct pool *p, uint64_t handle, uint32_t *ret_slab, uint16_t *ret_slot);
+int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool);
+int pool_place(struct pool *p, uint64_t handle, uint32_t slab, uint16_t slot, size_t len);
+void pool_adopt_done(struct pool *p);
+/* Maps (and under mlockall, locks) every slab's pages: an adopted arena's
+ * are otherwise mapped only as faults read them. */
+int pool_populate(struct pool *p);
 
 /* Bytes of slab memory held from the kernel (what zswap calls pool_total_size),
  * the cached empty slabs included. */

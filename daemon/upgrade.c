@@ -28,8 +28,8 @@
  *     for the new binary; the app threads that raised them just wait longer.
  *
  * If the exec fails, the running binary is exec'd instead
- * (/proc/self/exe, there even if its file was replaced): the pool is in the
- * image by then, and only a binary can read it back.
+ * (/proc/self/exe, there even if its file was replaced), and if that fails
+ * too, zswapd goes on as it was: writing the image changed nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -170,7 +170,8 @@ static bool upgrade_quiet(struct daemon *d)
 	return quiet;
 }
 
-static _Noreturn void upgrade_exec(struct daemon *d, int image_fd)
+/* Returns only if neither binary could be exec'd. */
+static void upgrade_exec(struct daemon *d, int image_fd)
 {
 	char fd_str[16];
 
@@ -180,8 +181,8 @@ static _Noreturn void upgrade_exec(struct daemon *d, int image_fd)
 	log_error_errno(-errno, "Failed to exec %s: %m; exec'ing the running binary instead",
 			d->exe_path);
 	execv("/proc/self/exe", d->argv);
-	log_error_errno(-errno, "Failed to exec /proc/self/exe: %m; the evicted pages are lost");
-	abort();
+	log_error_errno(-errno, "Failed to exec /proc/self/exe: %m");
+	unsetenv(ZSWAPD_HANDOVER_ENV);
 }
 
 void upgrade_step(struct daemon *d)
@@ -206,4 +207,7 @@ void upgrade_step(struct daemon *d)
 	}
 	fcntl(fd, F_SETFD, 0);
 	upgrade_exec(d, fd);
+	handover_cancel(d);
+	close(fd);
+	upgrade_abandon(d, "no binary could be exec'd");
 }

@@ -1901,6 +1901,7 @@ PY
 	[ -z "$DPID" ] || { kill -TERM "$DPID"; wait "$DPID"; state_drop_pid "$DPID"; DPID=; }
 	sed -n 's/.*took over .* in \([0-9]*\) ms.*/handover_ms \1/p' "$CASE/daemon.log" >>"$CASE/figures"
 	sed -n 's/.*handover image: .* \([0-9]*\) bytes.*/image_bytes \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
+	sed -n 's/.*the pool locked in \([0-9]*\)).*/lock_ms \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
 	echo "status $STATUS" >>"$CASE/figures"
 	[ "$STATUS" = ok ] || { FAILED=1; tail -n 20 "$CASE/daemon.log" "$CASE/workload.err" >&2; }
 	echo "bench:   $STATUS" >&2
@@ -1931,7 +1932,7 @@ for c in sorted(os.listdir(cases)):
             for l in open(os.path.join(d, "daemon.log")) if "took over" in l]
     rows.append({"status": f["status"], "stored_pages": int(st["stored_pages"]),
                  "pool_total_size": int(st["pool_total_size"]),
-                 "image_bytes": int(f.get("image_bytes", 0)),
+                 "image_bytes": int(f.get("image_bytes", 0)), "lock_ms": int(f.get("lock_ms", 0)),
                  "handover_ms": hand, "idle_peak_rise_kb": int(f["idle_peak_rise_kb"]),
                  "stop_peak_rise_kb": int(f["stop_peak_rise_kb"]),
                  "stop_stored_pages": int(dict(l.split()[:2] for l in open(os.path.join(d, "stop.stats"))
@@ -1940,7 +1941,8 @@ for c in sorted(os.listdir(cases)):
                  "verified": w.get("ok", w.get("bad_pages") == 0)})
 med = lambda k: statistics.median(r[k] for r in rows)
 res = {"host": host, "command": cmd, "date": stamp, "size_mib": int(size), "rounds": rows,
-       "median": {k: med(k) for k in ("stored_pages", "pool_total_size", "idle_peak_rise_kb",
+       "median": {k: med(k) for k in ("stored_pages", "pool_total_size", "image_bytes", "lock_ms",
+                                        "idle_peak_rise_kb",
                                         "stop_peak_rise_kb", "stop_stored_pages", "busy_max_access_us")},
        "handover_ms_median": statistics.median(h for r in rows for h in r["handover_ms"])}
 json.dump(res, open(os.path.join(out, "upgrade.json"), "w"), indent=1)
@@ -1954,7 +1956,9 @@ with open(os.path.join(out, "upgrade.md"), "w") as f:
     f.write("| host's used memory, peak rise | %d MiB (%.1f%% of the evicted) | %d MiB (%.0f%%) |\n" % (
         m["idle_peak_rise_kb"] // 1024, 100 * m["idle_peak_rise_kb"] / evicted_kb,
         m["stop_peak_rise_kb"] // 1024, 100 * m["stop_peak_rise_kb"] / (m["stop_stored_pages"] * 4)))
-    f.write("| time | %.0f ms (image written to taken over) | |\n" % res["handover_ms_median"])
+    f.write("| time | %.0f ms (image written to taken over; of it, the pool mapped and locked: %d ms) | |\n" % (
+        res["handover_ms_median"], m["lock_ms"]))
+    f.write("| image | %.1f MiB | |\n" % (m["image_bytes"] / 2**20))
     f.write("| longest pause of a process faulting through it (64 accesses) | %.0f ms | |\n\n" % (
         m["busy_max_access_us"] / 1000))
     f.write("Pool: %d MiB for %d pages at the upgrade, %d pages at the stop. Status per round: %s.\n" % (

@@ -547,19 +547,36 @@ print(t['limit_bytes'], (t['resident_pages'] + t['evicted_pages']) * 4096)")
 	kill -HUP "$(dpid)"
 }
 
+# The daemon's own memory: RssAnon + RssShmem (its pool's arena), in bytes.
+daemon_rss() {
+	awk '/^Rss(Anon|Shmem):/ { kb += $2 } END { print kb * 1024 }' /proc/"$(dpid)"/status
+}
+
+# What the pool's arena holds (bytes), and how many descriptors of it the daemon has.
+arena_of() {
+	local f n=0 bytes=0
+	for f in /proc/"$1"/fd/*; do
+		case $(readlink "$f") in
+		/memfd:zswapd-pool*) n=$((n + 1)); bytes=$(stat -L -c '%b * %B' "$f") ;;
+		esac
+	done
+	echo "$n $((bytes))"
+}
+
 t_pool_honest() {
 	no_rss_under_tsan
-	# pool_total_size is memory the daemon really holds: its own RssAnon grows
-	# by that much (plus the index and entries), give or take its buffers.
+	# pool_total_size is memory the daemon really holds: its resident memory
+	# grows by that much (plus the index and entries), give or take its
+	# buffers. The pool's slabs are in a memfd: RssShmem, the rest RssAnon.
 	local before after pool meta grown
 	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 64 >"$TMP/honest.out" &
 	local pid=$!
-	before=$(awk '/^RssAnon/ { print $2 * 1024 }' /proc/"$(dpid)"/status)
+	before=$(daemon_rss)
 	for _ in $(seq 200); do grep -q evicted "$TMP/honest.out" && break; sleep 0.05; done
-	after=$(awk '/^RssAnon/ { print $2 * 1024 }' /proc/"$(dpid)"/status)
+	after=$(daemon_rss)
 	pool=$(stat_of pool_total_size); meta=$(stat_of metadata_bytes)
 	grown=$((after - before))
-	echo "result: pool_total_size $((pool >> 10)) KiB + metadata $((meta >> 10)) KiB; daemon RssAnon grew $((grown >> 10)) KiB; packing $(stat_of pool_packing_percent)%"
+	echo "result: pool_total_size $((pool >> 10)) KiB + metadata $((meta >> 10)) KiB; daemon RssAnon + RssShmem grew $((grown >> 10)) KiB; packing $(stat_of pool_packing_percent)%"
 	[ "$pool" -gt $((8 << 20)) ]
 	# within 15% + 8 MiB (staging memfd, malloc arenas, read buffers)
 	[ "$grown" -lt $(( (pool + meta) * 115 / 100 + (8 << 20) )) ]
@@ -1684,6 +1701,13 @@ t_upgrade() {
 	# The new file runs now, not the replaced one.
 	[ "$(readlink "/proc/$dp/exe")" = "$TMP/bin/zswapd" ]
 	"$CTL" stats >"$TMP/up.after"
+	# The pool was handed over, not copied: one arena, holding no more than
+	# the pool's size, and the image is gone.
+	local arena; arena=$(arena_of "$dp")
+	echo "result: upgrade: arena descriptors and bytes: $arena; pool_total_size $(stat_in "$TMP/up.after" pool_total_size)"
+	[ "${arena% *}" = 1 ]
+	[ "${arena#* }" -gt 0 ] && [ "${arena#* }" -le "$(stat_in "$TMP/up.after" pool_total_size)" ]
+	! ls -l /proc/"$dp"/fd | grep -q zswapd-handover
 	"$CTL" list --json >"$TMP/up_list.after"
 	cat "$TMP/daemon.log"
 	for k in stored_pages swap_used_bytes compressed_bytes loads stores written_back_pages; do

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "comp.h"
 #include "pool.h"
@@ -895,72 +897,163 @@ START_TEST(test_handle_reuse)
 }
 END_TEST
 
-#define NR_DRAIN 3000
-
-struct drain_seen {
-	struct obj *o;
-	uint32_t n;
-	uint32_t seen, stop_after;
-	uint64_t total_at_half; /* pool_total_size() halfway: slabs already given back */
-	struct pool *p;
-};
-
-/* Finds the object by handle, checks its bytes and length, marks it seen. */
-static int drain_cb(uint64_t handle, const void *obj, size_t len, void *arg)
+/* Bytes the arena's memfd really holds: what the kernel lent, holes not. */
+static uint64_t arena_bytes_held(struct pool *p)
 {
-	struct drain_seen *ds = arg;
+	struct stat st;
 
-	if (ds->stop_after && ds->seen == ds->stop_after)
-		return -EINTR;
-	for (uint32_t i = 0; i < ds->n; i++) {
-		struct obj *o = &ds->o[i];
-
-		if (!o->live || o->handle != handle)
-			continue;
-		ck_assert_uint_eq(len, o->len);
-		ck_assert_uint_eq(obj_bad_word(obj, o, 0), o->len);
-		ck_assert_uint_eq(obj_bad_word(obj, o, (o->len - 1u) / 8 * 8), o->len);
-		o->live = false; /* seen once, and released by the pool */
-		if (++ds->seen == ds->n / 2)
-			ds->total_at_half = pool_total_size(ds->p);
-		return 0;
-	}
-	ck_abort_msg("handle %llu handed on that is not live", (unsigned long long)handle);
-	return -EINVAL;
+	ck_assert_int_eq(fstat(pool_fd(p), &st), 0);
+	return (uint64_t)st.st_blocks * 512;
 }
 
-START_TEST(test_drain)
+/*
+ * pool_total_size() is memory the kernel lent: the memfd holds no more than
+ * that, and nothing once every slab is given back (a hole punched in the
+ * file, not only dropped from the mapping).
+ */
+START_TEST(test_arena_gives_back)
 {
-	struct obj *o = calloc(NR_DRAIN, sizeof(*o));
-	struct drain_seen ds = { .o = o, .n = NR_DRAIN };
-	uint64_t full;
+	enum { NR = 4000 };
+	struct obj *o = calloc(NR, sizeof(*o));
 	struct pool *p;
 
+	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(pool_new(&p), 0);
-	ds.p = p;
-	rng_state = 777;
-	for (uint32_t i = 0; i < NR_DRAIN; i++)
+	ck_assert_uint_eq(arena_bytes_held(p), 0);
+	rng_state = 4242;
+	for (uint32_t i = 0; i < NR; i++)
 		obj_alloc(p, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
-	/* A walk told to stop keeps what it did not hand on. */
-	ds.stop_after = 10;
-	ck_assert_int_eq(pool_drain(p, drain_cb, &ds), -EINTR);
-	ck_assert_uint_eq(pool_nr_objects(p), NR_DRAIN - 10);
-	for (uint32_t i = 0; i < NR_DRAIN; i++)
-		if (o[i].live)
-			obj_check(p, &o[i]);
-	/* Then all of it, each object once, each slab given back as it goes. */
-	full = pool_total_size(p);
-	ds.stop_after = 0;
-	ds.seen = 0;
-	ds.n = NR_DRAIN;
-	ck_assert_int_eq(pool_drain(p, drain_cb, &ds), 0);
-	ck_assert_uint_eq(ds.seen, NR_DRAIN - 10);
-	ck_assert_uint_lt(ds.total_at_half, full * 3 / 4);
-	ck_assert_uint_eq(pool_nr_objects(p), 0);
-	ck_assert_uint_eq(pool_total_size(p), 0);
-	ck_assert_uint_eq(pool_stored_bytes(p), 0);
+	ck_assert_uint_gt(arena_bytes_held(p), pool_stored_bytes(p));
+	ck_assert_uint_le(arena_bytes_held(p), pool_total_size(p));
+	for (uint32_t i = 0; i < NR; i += 2)
+		obj_release(p, &o[i]);
+	pool_compact(p);
+	ck_assert_uint_le(arena_bytes_held(p), pool_total_size(p));
+	for (uint32_t i = 1; i < NR; i += 2) {
+		obj_check_quiet(p, &o[i], false);
+		obj_release(p, &o[i]);
+	}
+	assert_trims_to_nothing(p);
+	ck_assert_uint_eq(arena_bytes_held(p), 0);
 	pool_free(p);
 	free(o);
+}
+END_TEST
+
+#define NR_ADOPT 5000
+
+/* Hands every live object of `from` to a new pool on the same arena, as an upgrade does. */
+static struct pool *adopt_copy(struct pool *from, const struct obj *o, uint32_t n)
+{
+	uint64_t max_handle = 0;
+	struct pool *p;
+	int fd;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (o[i].live && o[i].handle > max_handle)
+			max_handle = o[i].handle;
+	pool_drop_cache(from);
+	fd = dup(pool_fd(from));
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pool_adopt(fd, max_handle, &p), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slab;
+		uint16_t slot;
+
+		if (!o[i].live)
+			continue;
+		pool_locate(from, o[i].handle, &slab, &slot);
+		ck_assert_int_eq(pool_place(p, o[i].handle, slab, slot, o[i].len), 0);
+	}
+	pool_adopt_done(p);
+	return p;
+}
+
+/*
+ * An adopted pool is the old one: the same objects under the same handles,
+ * the same sizes; and it goes on as a pool, allocations finding the free
+ * slots, handles and chunks between the objects without overlapping one.
+ */
+START_TEST(test_adopt)
+{
+	struct obj *o = calloc(2 * NR_ADOPT, sizeof(*o));
+	uint64_t total, stored;
+	struct pool *a, *b;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(pool_new(&a), 0);
+	rng_state = 99;
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		obj_alloc(a, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		if (rng_next() % 3 == 0)
+			obj_release(a, &o[i]);
+	pool_compact_some(a, 200);
+	b = adopt_copy(a, o, NR_ADOPT);
+	pool_drop_cache(a);
+	total = pool_total_size(a);
+	stored = pool_stored_bytes(a);
+	ck_assert_uint_eq(pool_nr_objects(b), pool_nr_objects(a));
+	pool_free(a); /* the arena lives on in b's descriptor and mapping */
+	ck_assert_uint_eq(pool_total_size(b), total);
+	ck_assert_uint_eq(pool_stored_bytes(b), stored);
+	ck_assert_uint_eq(arena_bytes_held(b) <= total, true);
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		if (o[i].live)
+			obj_check_quiet(b, &o[i], false);
+	/* Then it is a pool like any other. */
+	for (uint32_t i = NR_ADOPT; i < 2 * NR_ADOPT; i++)
+		obj_alloc(b, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	for (uint32_t i = 0; i < 2 * NR_ADOPT; i++)
+		if (o[i].live && rng_next() % 2)
+			obj_release(b, &o[i]);
+	pool_compact(b);
+	for (uint32_t i = 0; i < 2 * NR_ADOPT; i++)
+		if (o[i].live)
+			obj_check_quiet(b, &o[i], false);
+	for (uint32_t i = 0; i < 2 * NR_ADOPT; i++)
+		if (o[i].live)
+			obj_release(b, &o[i]);
+	assert_trims_to_nothing(b);
+	ck_assert_uint_eq(arena_bytes_held(b), 0);
+	pool_free(b);
+	free(o);
+}
+END_TEST
+
+/* A place that cannot be is refused, and changes nothing. */
+START_TEST(test_place_refused)
+{
+	struct pool *a, *b;
+	uint64_t h[2];
+	uint32_t slab;
+	uint16_t slot;
+
+	ck_assert_int_eq(pool_new(&a), 0);
+	ck_assert_int_eq(pool_alloc(a, 100, &h[0]), 0);
+	ck_assert_int_eq(pool_alloc(a, 100, &h[1]), 0);
+	ck_assert_int_eq(pool_adopt(dup(pool_fd(a)), 8, &b), 0);
+	pool_locate(a, h[0], &slab, &slot);
+	ck_assert_int_eq(pool_place(b, 0, slab, slot, 100), -EPROTO);	    /* handle 0 */
+	ck_assert_int_eq(pool_place(b, 9, slab, slot, 100), -EPROTO);	    /* past max_handle */
+	ck_assert_int_eq(pool_place(b, h[0], slab, slot, 0), -EPROTO);	    /* no length */
+	ck_assert_int_eq(pool_place(b, h[0], slab, slot, ZS_PAGE_SIZE + 1), -EPROTO);
+	ck_assert_int_eq(pool_place(b, h[0], slab, 4000, 100), -EPROTO);    /* past the slab */
+	ck_assert_int_eq(pool_place(b, h[0], UINT32_MAX, slot, 100), -EPROTO); /* past the arena */
+	ck_assert_uint_eq(pool_nr_objects(b), 0);
+	ck_assert_int_eq(pool_place(b, h[0], slab, slot, 100), 0);
+	ck_assert_int_eq(pool_place(b, h[0], slab, slot + 1, 100), -EPROTO); /* handle twice */
+	ck_assert_int_eq(pool_place(b, h[1], slab, slot, 100), -EPROTO);	    /* slot twice */
+	ck_assert_int_eq(pool_place(b, h[1], slab, slot + 1, 2000), -EPROTO); /* another size */
+	ck_assert_uint_eq(pool_nr_objects(b), 1);
+	ck_assert_uint_eq(pool_stored_bytes(b), 100);
+	ck_assert_int_eq(pool_place(b, h[1], slab, slot + 1, 100), 0);
+	pool_adopt_done(b);
+	ck_assert_uint_eq(pool_total_size(b), ZS_PAGE_SIZE);
+	/* An arena that is no arena. */
+	ck_assert_int_eq(pool_adopt(STDIN_FILENO, 8, &a), -EPROTO);
+	pool_free(b);
+	pool_free(a);
 }
 END_TEST
 
@@ -1000,8 +1093,10 @@ START_TEST(test_compact_one_per_class)
 	for (uint32_t i = 0; i < NR_CLASSES; i++) {
 		/* Lengths anywhere in the class, from its bottom to its top. */
 		obj_alloc(p, &o[i], i, 32 * i + 1 + i % 32);
-		where[i] = pool_map(p, o[i].handle);
 	}
+	/* After the last allocation: a growing arena may move. */
+	for (uint32_t i = 0; i < NR_CLASSES; i++)
+		where[i] = pool_map(p, o[i].handle);
 	total = pool_total_size(p);
 	ck_assert_uint_eq(pool_fragmented_bytes(p), 0);
 	ck_assert_uint_eq(pool_compact(p), 0);
@@ -1257,7 +1352,9 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test(tc, test_distinct_handles);
 	tcase_add_test(tc, test_fullest_first);
 	tcase_add_test(tc, test_slab_cache);
-	tcase_add_test(tc, test_drain);
+	tcase_add_test(tc, test_arena_gives_back);
+	tcase_add_test(tc, test_adopt);
+	tcase_add_test(tc, test_place_refused);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
