@@ -5,9 +5,9 @@
  * config (handover_prepare), then, once the daemon is set up, the pool's
  * arena, every entry (its object put back where it was in the arena),
  * process and connection (handover_load).  Each stretch of the image is
- * punched out of the memfd once read.  Anything that does not add up is an error,
- * and the caller exits: the processes then see zswapd die (shim/orphan.c),
- * never a wrong page.
+ * punched out of the memfd once read.  Anything that does not add up is
+ * an error, and the caller exits: the processes then see zswapd die
+ * (shim/orphan.c), never a wrong page.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,6 +212,35 @@ static int ho_account_entries(struct daemon *d, struct ho_loaded *l)
 	return 0;
 }
 
+/*
+ * The old pool in place of the empty one daemon_setup() made, with every
+ * entry, its object where it was; *ret_usec: how long locking it took.
+ */
+static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_header *h,
+			struct ho_loaded *l, uint64_t *ret_usec)
+{
+	uint64_t start;
+	int r;
+
+	pool_free(d->pool);
+	d->pool = NULL;
+	r = pool_adopt(ho_own(h->pool_fd), h->max_handle, &d->pool);
+	if (r < 0)
+		return r;
+	r = ho_load_entries(d, in, l);
+	if (r < 0)
+		return r;
+	pool_adopt_done(d->pool);
+	r = ho_account_entries(d, l);
+	if (r < 0 || !d->cfg.mlock)
+		return r;
+	/* Hazard 6: the pool locked, as the old binary had it. */
+	start = now_usec();
+	r = pool_populate(d->pool);
+	*ret_usec = now_usec() - start;
+	return r;
+}
+
 static int ho_load_target(struct daemon *d, struct ho_in *in, struct ho_loaded *l,
 			  struct target **ret)
 {
@@ -373,26 +402,11 @@ int handover_load(struct daemon *d)
 		r = -ENOMEM;
 		goto out;
 	}
-	/* The old pool in place of the empty one daemon_setup() made. */
-	pool_free(d->pool);
-	d->pool = NULL;
-	r = pool_adopt(ho_own(h.pool_fd), h.max_handle, &d->pool);
-	if (r == 0)
-		r = ho_load_stats(d, &in, h.nstats);
+	r = ho_load_stats(d, &in, h.nstats);
 	if (r == 0)
 		r = ho_get(&in, groups, (size_t)h.ngroups * sizeof(*groups));
 	if (r == 0)
-		r = ho_load_entries(d, &in, &l);
-	if (r == 0) {
-		pool_adopt_done(d->pool);
-		r = ho_account_entries(d, &l);
-	}
-	/* Hazard 6: the pool locked, as the old binary had it. */
-	if (r == 0 && d->cfg.mlock) {
-		populate_usec = now_usec();
-		r = pool_populate(d->pool);
-		populate_usec = now_usec() - populate_usec;
-	}
+		r = ho_load_pool(d, &in, &h, &l, &populate_usec);
 	for (uint32_t i = 0; r == 0 && i < h.ntargets; i++) {
 		r = ho_load_target(d, &in, &l, &l.targets[i]);
 		if (r == 0)
