@@ -245,6 +245,17 @@ static int pool_open(int fd, uint64_t file_bytes, struct pool **ret_pool)
 		r = -errno;
 		goto fail;
 	}
+	/*
+	 * Never huge pages, whatever shmem_enabled says: a slab writing 4 KiB
+	 * would get a 2 MiB folio, holding memory pool_total_size() does not
+	 * count, and a hole punched in it frees nothing.  The flag stays with
+	 * the mapping when pool_grow_arena() grows it.
+	 */
+	if (madvise(p->base, file_bytes, MADV_NOHUGEPAGE) < 0) {
+		r = -errno;
+		munmap(p->base, file_bytes);
+		goto fail;
+	}
 	p->fd = fd;
 	p->arena_bytes = p->file_bytes = file_bytes;
 	pool_init_classes(p);

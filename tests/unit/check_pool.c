@@ -909,7 +909,9 @@ static uint64_t arena_bytes_held(struct pool *p)
 /*
  * pool_total_size() is memory the kernel lent: the memfd holds no more than
  * that, and nothing once every slab is given back (a hole punched in the
- * file, not only dropped from the mapping).
+ * file, not only dropped from the mapping).  Run with
+ * /sys/kernel/mm/transparent_hugepage/shmem_enabled at "always" too: the
+ * arena must not get huge pages then either.
  */
 START_TEST(test_arena_gives_back)
 {
