@@ -605,7 +605,8 @@ void restore_continue(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
 
 /* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
-#define HANDOVER_VERSION 2
+#define HANDOVER_VERSION 2 /* the image this binary writes */
+#define HANDOVER_OLDEST 1  /* the oldest it reads */
 #define ZSWAPD_HANDOVER_ENV "ZSWAPD_HANDOVER_FD" /* the image's descriptor, for the new binary */
 /*
  * Writes the image into fd and clears FD_CLOEXEC on every descriptor it
@@ -617,6 +618,8 @@ int handover_save(struct daemon *d, int fd);
 void handover_cancel(struct daemon *d);
 /* The new binary: the image's header, over the config (compressor, swap file, socket). */
 int handover_prepare(struct daemon *d, int fd);
+/* --handover-versions (all) and --handover-version: the answer to upgrade.c's check. */
+void handover_print_versions(bool all);
 /* Then, once the daemon is set up: every entry, process and connection. */
 int handover_load(struct daemon *d);
 

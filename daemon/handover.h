@@ -8,10 +8,16 @@
  *   | ho_target (followed by ho_page x npages) x ntargets | ho_conn x nconns
  * An entry's id is its place in the entries; the LRU order is theirs.
  * The pool's bytes are not in it: pool_fd names the memfd they are in.
+ *
+ * Version 1, which zswapd wrote before its pool lived in a memfd, is still
+ * read: its header ends before pool_fd, its entries name an object by its
+ * handle alone, and after them come the pool's objects, ho_obj + bytes
+ * each, ending with handle 0.
  */
 #ifndef ZSWAPD_HANDOVER_H
 #define ZSWAPD_HANDOVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon.h"
@@ -30,8 +36,6 @@ struct ho_header {
 	int32_t listen_fd;
 	uint32_t socket_activated;
 	int32_t swap_fd; /* -1: no writeback tier */
-	int32_t pool_fd; /* the arena of the pool's slabs */
-	uint32_t pad;
 	uint64_t swap_file_size;
 	char swap_file[CFG_PATH_MAX];
 	char socket[CFG_PATH_MAX];
@@ -40,6 +44,17 @@ struct ho_header {
 	uint32_t nstats, ngroups, ntargets, nconns;
 	uint64_t nentries;
 	uint64_t max_handle;
+	/* Version 1 ends here. */
+	int32_t pool_fd; /* the arena of the pool's slabs */
+	uint32_t pad;
+};
+
+#define HO_HEADER_V1_SIZE offsetof(struct ho_header, pool_fd)
+
+/* Version 1: one object of the pool, its bytes following. */
+struct ho_obj {
+	uint64_t handle;
+	uint32_t len, pad;
 };
 
 struct ho_stat {
@@ -55,9 +70,9 @@ struct ho_group {
 struct ho_entry {
 	uint8_t kind, where, recomp, pad;
 	uint16_t len;
-	uint16_t slot;	/* COMP in the pool: its slot in the slab */
+	uint16_t slot;	/* COMP in the pool: its slot in the slab (not in version 1) */
 	uint32_t stored_at;
-	uint32_t slab;	/* and its slab, the arena's chunk */
+	uint32_t slab;	/* and its slab, the arena's chunk (not in version 1) */
 	uint64_t val;	/* SAME: the word; COMP in the pool: its pool handle */
 	uint64_t disk;	/* COMP on disk: its byte offset in the swap file */
 };

@@ -78,13 +78,34 @@ static int ho_own(int fd)
 	return fd;
 }
 
+void handover_print_versions(bool all)
+{
+	/* zswapd builds before --handover-versions ask --handover-version,
+	 * and want their own version alone: the oldest we read is theirs. */
+	printf("zswapd handover");
+	for (int v = HANDOVER_OLDEST; v <= (all ? HANDOVER_VERSION : HANDOVER_OLDEST); v++)
+		printf(" %d", v);
+	printf(" protocol %d\n", ZS_VERSION);
+}
+
+/* Where the records start: after a header as long as its version's. */
+static uint64_t ho_header_size(const struct ho_header *h)
+{
+	return h->version == 1 ? HO_HEADER_V1_SIZE : sizeof(*h);
+}
+
 static int ho_header_read(int fd, struct ho_header *h)
 {
-	if (pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h))
+	ssize_t n = pread(fd, h, sizeof(*h), 0);
+
+	if (n < (ssize_t)HO_HEADER_V1_SIZE)
 		return -EIO;
-	if (memcmp(h->magic, HANDOVER_MAGIC, sizeof(h->magic)) || h->version != HANDOVER_VERSION ||
-	    h->page_size != ZS_PAGE_SIZE)
+	if (memcmp(h->magic, HANDOVER_MAGIC, sizeof(h->magic)) || h->version < HANDOVER_OLDEST ||
+	    h->version > HANDOVER_VERSION || h->page_size != ZS_PAGE_SIZE ||
+	    (uint64_t)n < ho_header_size(h))
 		return -EPROTO;
+	if (h->version == 1)
+		h->pool_fd = -1; /* the pool is in the image */
 	h->compressor[sizeof(h->compressor) - 1] = '\0';
 	h->recompressor[sizeof(h->recompressor) - 1] = '\0';
 	h->swap_file[sizeof(h->swap_file) - 1] = '\0';
@@ -151,8 +172,11 @@ static int ho_load_stats(struct daemon *d, struct ho_in *in, uint32_t n)
 }
 
 struct ho_loaded {
+	uint32_t version;
 	struct entry **ents;	/* by id */
 	uint64_t nents;
+	struct entry **by_handle; /* version 1: the old pool's handle -> entry */
+	uint64_t max_handle;
 	struct target **targets;
 	uint32_t ntargets;
 };
@@ -169,6 +193,9 @@ static int ho_load_entries(struct daemon *d, struct ho_in *in, struct ho_loaded 
 			return r;
 		if (he.kind < ENTRY_SAME || he.kind > ENTRY_RAW || he.where == ENTRY_WRITING ||
 		    he.where > ENTRY_ON_DISK || he.len > ZS_PAGE_SIZE)
+			return -EPROTO;
+		if (l->by_handle && he.kind == ENTRY_COMP && he.where == ENTRY_IN_POOL &&
+		    (!he.val || he.val > l->max_handle || l->by_handle[he.val]))
 			return -EPROTO;
 		e = calloc(1, sizeof(*e));
 		if (!e)
@@ -189,6 +216,8 @@ static int ho_load_entries(struct daemon *d, struct ho_in *in, struct ho_loaded 
 			r = ho_get(in, page, ZS_PAGE_SIZE);
 			if (r < 0)
 				return r;
+		} else if (he.where == ENTRY_IN_POOL && l->by_handle) {
+			l->by_handle[he.val] = e; /* its bytes come with the pool's objects */
 		} else if (he.where == ENTRY_IN_POOL) {
 			/* Where it was: pool_place() refuses a place taken or impossible. */
 			r = pool_place(d->pool, he.val, he.slab, he.slot, he.len);
@@ -197,6 +226,37 @@ static int ho_load_entries(struct daemon *d, struct ho_in *in, struct ho_loaded 
 			e->val = he.val;
 		}
 	}
+	return 0;
+}
+
+/* Version 1: the pool's objects, copied into ours, each named by one entry. */
+static int ho_load_objects_v1(struct daemon *d, struct ho_in *in, struct ho_loaded *l)
+{
+	for (;;) {
+		struct ho_obj ho;
+		struct entry *e;
+		uint64_t handle;
+		int r = ho_get(in, &ho, sizeof(ho));
+
+		if (r < 0)
+			return r;
+		if (!ho.handle)
+			break;
+		if (ho.handle > l->max_handle || !(e = l->by_handle[ho.handle]) || ho.len != e->len)
+			return -EPROTO;
+		r = pool_alloc(d->pool, ho.len, &handle);
+		if (r < 0)
+			return r;
+		e->val = handle;
+		l->by_handle[ho.handle] = NULL; /* each object once */
+		r = ho_get(in, pool_map(d->pool, handle), ho.len);
+		if (r < 0)
+			return r;
+	}
+	/* An entry whose object never came. */
+	for (uint64_t h = 1; h <= l->max_handle; h++)
+		if (l->by_handle[h])
+			return -EPROTO;
 	return 0;
 }
 
@@ -222,6 +282,17 @@ static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_head
 	uint64_t start;
 	int r;
 
+	if (h->version == 1) {
+		/* Into the pool daemon_setup() made, object by object. */
+		l->max_handle = h->max_handle;
+		l->by_handle = calloc(h->max_handle + 1, sizeof(*l->by_handle));
+		if (!l->by_handle)
+			return -ENOMEM;
+		r = ho_load_entries(d, in, l);
+		if (r == 0)
+			r = ho_load_objects_v1(d, in, l);
+		return r < 0 ? r : ho_account_entries(d, l);
+	}
 	pool_free(d->pool);
 	d->pool = NULL;
 	r = pool_adopt(ho_own(h->pool_fd), h->max_handle, &d->pool);
@@ -381,7 +452,7 @@ static void ho_restore_unclaimed(struct ho_loaded *l)
 
 int handover_load(struct daemon *d)
 {
-	struct ho_in in = { .fd = d->handover_fd, .off = sizeof(struct ho_header) };
+	struct ho_in in = { .fd = d->handover_fd };
 	struct ho_loaded l = { 0 };
 	struct ho_group *groups = NULL;
 	struct ho_header h;
@@ -391,6 +462,7 @@ int handover_load(struct daemon *d)
 	r = ho_header_read(d->handover_fd, &h);
 	if (r < 0)
 		return r;
+	in.off = ho_header_size(&h);
 	in.punched = 0;
 	in.buf = malloc(HANDOVER_BUF);
 	l.nents = h.nentries;
@@ -436,6 +508,7 @@ out:
 	d->handover_fd = -1;
 	free(in.buf);
 	free(l.ents);
+	free(l.by_handle);
 	free(l.targets);
 	free(groups);
 	return r;

@@ -40,13 +40,13 @@ static void usage(FILE *f)
 		"  -f, --foreground         stay in the foreground (logs go to stderr either way)\n"
 		"      --compressor NAME    lzo, lz4 or zstd (overrides the config)\n"
 		"      --check-config       validate the configuration and exit\n"
-		"      --handover-version   the version of the upgrade image this binary reads\n"
+		"      --handover-versions  the versions of the upgrade image this binary reads\n"
 		"  -h, --help               this text\n");
 }
 
 struct args {
 	const char *config;
-	bool handover_version;
+	int handover_version; /* 1: --handover-version, 2: --handover-versions */
 	const char *socket;
 	const char *compressor;
 	bool foreground;
@@ -55,7 +55,7 @@ struct args {
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_COMPRESSOR = 256, OPT_CHECK, OPT_HANDOVER_VERSION };
+	enum { OPT_COMPRESSOR = 256, OPT_CHECK, OPT_HANDOVER_VERSION, OPT_HANDOVER_VERSIONS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
@@ -63,6 +63,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "compressor", required_argument, NULL, OPT_COMPRESSOR },
 		{ "check-config", no_argument, NULL, OPT_CHECK },
 		{ "handover-version", no_argument, NULL, OPT_HANDOVER_VERSION },
+		{ "handover-versions", no_argument, NULL, OPT_HANDOVER_VERSIONS },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -86,7 +87,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->check_only = true;
 			break;
 		case OPT_HANDOVER_VERSION:
-			a->handover_version = true;
+			a->handover_version = 1;
+			break;
+		case OPT_HANDOVER_VERSIONS:
+			a->handover_version = 2;
 			break;
 		case 'h':
 			usage(stdout);
@@ -488,7 +492,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
 	if (a.handover_version) {
-		printf("zswapd handover %d protocol %d\n", HANDOVER_VERSION, ZS_VERSION);
+		handover_print_versions(a.handover_version == 2);
 		return 0;
 	}
 	remember_exe(&d, argv);

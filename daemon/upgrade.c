@@ -12,7 +12,7 @@
  * the descriptors the image names (handover_save.c).  The steps:
  *
  *  1. Ask the binary at that path whether it reads our image and speaks
- *     our protocol (--handover-version): the shims in the processes stay,
+ *     our protocol (--handover-versions): the shims in the processes stay,
  *     and speak only theirs.  An old, broken or incompatible binary is
  *     refused while nothing has changed yet.
  *  2. Quiesce, the loop serving faults meanwhile: no new batch, writeback
@@ -53,13 +53,36 @@
 extern char **environ;
 
 /*
- * What `path --handover-version` prints: it must read our image, and speak
- * the protocol of the shims in the processes we serve, which stay.
+ * Whether `--handover-versions` output names our image version among
+ * those it reads, and our protocol: "zswapd handover 1 2 protocol 5".
+ */
+static bool upgrade_versions_ok(const char *out)
+{
+	bool reads_ours = false;
+	char *end;
+	long v;
+
+	if (strncmp(out, "zswapd handover ", 16))
+		return false;
+	out += 16;
+	while ((v = strtol(out, &end, 10)) > 0 && end != out && *end == ' ') {
+		reads_ours |= v == HANDOVER_VERSION;
+		out = end + 1;
+	}
+	if (!reads_ours || strncmp(out, "protocol ", 9))
+		return false;
+	v = strtol(out + 9, &end, 10);
+	return v == ZS_VERSION && !strcmp(end, "\n");
+}
+
+/*
+ * What `path --handover-versions` prints: it must read our image, and
+ * speak the protocol of the shims in the processes we serve, which stay.
  */
 static int upgrade_check_binary(const char *path)
 {
-	char *argv[] = { (char *)path, "--handover-version", NULL };
-	char out[64] = "", want[64];
+	char *argv[] = { (char *)path, "--handover-versions", NULL };
+	char out[128] = "";
 	posix_spawn_file_actions_t fa;
 	struct pollfd pfd;
 	int p[2], status = 0, r;
@@ -89,8 +112,7 @@ static int upgrade_check_binary(const char *path)
 		waitpid(pid, &status, 0);
 	}
 	out[n] = '\0';
-	snprintf(want, sizeof(want), "zswapd handover %d protocol %d\n", HANDOVER_VERSION, ZS_VERSION);
-	if (r == 0 && strcmp(out, want))
+	if (r == 0 && !upgrade_versions_ok(out))
 		r = -EPROTO;
 	return r;
 }

@@ -1830,6 +1830,62 @@ t_upgrade_redis() {
 	wait "$rpid" || true
 }
 
+# The last commit whose zswapd writes handover image version 1 (its pool
+# copied through the image, before the pool lived in a memfd).
+UPGRADE_V1_COMMIT=0a6d8cf
+
+t_upgrade_v1() {
+	# A zswapd built before the pool lived in a memfd writes image version 1;
+	# this binary still reads it, and says so the way that build asks
+	# (--handover-version), so the upgrade from it keeps every page.
+	git -C "$ROOT" cat-file -e "$UPGRADE_V1_COMMIT^{commit}" 2>/dev/null ||
+		skip "no git history with $UPGRADE_V1_COMMIT to build the old zswapd from"
+	mkdir -p "$TMP/v1" "$TMP/bin"
+	git -C "$ROOT" archive "$UPGRADE_V1_COMMIT" | tar -x -C "$TMP/v1"
+	make -C "$TMP/v1" -s BUILD="$TMP/v1/build" "$TMP/v1/build/zswapd" >/dev/null
+	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd"
+	zswapd_bin() { "$TMP/bin/zswapd" "$@"; }
+	restart_with "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M"
+	local dp a b k before after
+	dp=$(dpid)
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/v1_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/v1_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/v1_a.out" && grep -q evicted "$TMP/v1_b.out" && break
+		sleep 0.05
+	done
+	sleep 0.5 # the child's registration
+	"$CTL" stats >"$TMP/v1.before"
+	[ "$(stat_in "$TMP/v1.before" written_back_pages)" -gt 1000 ] # some on disk
+	upgrade_to_new 1
+	"$CTL" stats >"$TMP/v1.after"
+	grep -q "took over 3 processes" "$TMP/daemon.log"
+	[ "$(readlink "/proc/$dp/exe")" = "$TMP/bin/zswapd" ]
+	for k in stored_pages swap_used_bytes compressed_bytes loads stores; do
+		before=$(stat_in "$TMP/v1.before" $k); after=$(stat_in "$TMP/v1.after" $k)
+		echo "result: upgrade_v1: $k $before -> $after"
+		[ "$before" = "$after" ]
+	done
+	# From here on this binary's pool is a memfd: the next upgrade hands it over.
+	upgrade_to_new 2
+	[ "$(arena_of "$dp" | cut -d' ' -f1)" = 1 ]
+	# Back to the old build is refused: it cannot read version 2.
+	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
+	! "$CTL" upgrade 2>"$TMP/v1_refused.err"
+	grep -q "cannot take over" "$TMP/v1_refused.err"
+	[ "$(stat_of upgrades)" = 2 ]
+	kill -USR1 $a $b
+	wait $a
+	wait $b
+	cat "$TMP/v1_a.out" "$TMP/v1_b.out"
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	zswapd_bin() { "$B/zswapd" "$@"; }
+	start_daemon
+}
+
 t_upgrade_killed() {
 	# zswapd SIGKILLed in the middle of an upgrade (quiescing, writing the
 	# image, exec'ing, reading it back): what holds for any death holds, the
@@ -2019,6 +2075,7 @@ run upgrade t_upgrade
 run make_start t_make_start
 run upgrade_soak t_upgrade_soak
 run upgrade_killed t_upgrade_killed
+run upgrade_v1 t_upgrade_v1
 run upgrade_redis t_upgrade_redis
 
 if ! stop_daemon; then
