@@ -364,6 +364,10 @@ struct daemon {
 	char exe_path[4096];  /* the binary we were started from, exec'd by an upgrade */
 	int handover_fd;      /* the image we were started with, -1 if none */
 	int kept_swap_fd;     /* the swap file's descriptor, from that image; -1 */
+	/* The handed-over pool's pages, locked again a few MiB a turn (loop.c). */
+	bool pool_locking;
+	uint32_t pool_lock_cursor;
+	uint64_t pool_lock_usec; /* when it began */
 };
 
 

@@ -272,14 +272,11 @@ static int ho_account_entries(struct daemon *d, struct ho_loaded *l)
 	return 0;
 }
 
-/*
- * The old pool in place of the empty one daemon_setup() made, with every
- * entry, its object where it was; *ret_usec: how long locking it took.
- */
+/* The old pool in place of the empty one daemon_setup() made, with every
+ * entry, its object where it was. */
 static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_header *h,
-			struct ho_loaded *l, uint64_t *ret_usec)
+			struct ho_loaded *l)
 {
-	uint64_t start;
 	int r;
 
 	if (h->version == 1) {
@@ -302,14 +299,11 @@ static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_head
 	if (r < 0)
 		return r;
 	pool_adopt_done(d->pool);
-	r = ho_account_entries(d, l);
-	if (r < 0 || !d->cfg.mlock)
-		return r;
-	/* Hazard 6: the pool locked, as the old binary had it. */
-	start = now_usec();
-	r = pool_populate(d->pool);
-	*ret_usec = now_usec() - start;
-	return r;
+	/* Hazard 6: the pool locked again, as the old binary had it; by the
+	 * loop, a few MiB a turn, so that no fault waits for it. */
+	d->pool_locking = d->cfg.mlock;
+	d->pool_lock_usec = now_usec();
+	return ho_account_entries(d, l);
 }
 
 static int ho_load_target(struct daemon *d, struct ho_in *in, struct ho_loaded *l,
@@ -456,7 +450,7 @@ int handover_load(struct daemon *d)
 	struct ho_loaded l = { 0 };
 	struct ho_group *groups = NULL;
 	struct ho_header h;
-	uint64_t pages = 0, start = now_usec(), populate_usec = 0;
+	uint64_t pages = 0, start = now_usec();
 	int r;
 
 	r = ho_header_read(d->handover_fd, &h);
@@ -478,7 +472,7 @@ int handover_load(struct daemon *d)
 	if (r == 0)
 		r = ho_get(&in, groups, (size_t)h.ngroups * sizeof(*groups));
 	if (r == 0)
-		r = ho_load_pool(d, &in, &h, &l, &populate_usec);
+		r = ho_load_pool(d, &in, &h, &l);
 	for (uint32_t i = 0; r == 0 && i < h.ntargets; i++) {
 		r = ho_load_target(d, &in, &l, &l.targets[i]);
 		if (r == 0)
@@ -494,12 +488,10 @@ int handover_load(struct daemon *d)
 	d->st.upgrades++;
 	ho_answer_upgrade(d, h.ntargets, pages, (now_usec() - h.saved_usec) / 1000);
 	/* From the image's first byte to now: what a waiting fault waited, less our own set-up. */
-	log_info("took over %u processes and %llu evicted pages in %llu ms (the image read in %llu, "
-		 "the pool locked in %llu)",
+	log_info("took over %u processes and %llu evicted pages in %llu ms (the image read in %llu)",
 		 h.ntargets, (unsigned long long)pages,
 		 (unsigned long long)((now_usec() - h.saved_usec) / 1000),
-		 (unsigned long long)((now_usec() - start) / 1000),
-		 (unsigned long long)(populate_usec / 1000));
+		 (unsigned long long)((now_usec() - start) / 1000));
 out:
 	/* On failure what was rebuilt is left as it is: the caller exits. */
 	if (r < 0)

@@ -7,7 +7,8 @@
  * each watch carries its owner's handler.  After the events, each module's
  * per-turn work, in an order that matters: faults waiting to be retried or
  * released first (they hold app threads), then the commits of eviction
- * batches and the next picks (reclaim), restores, writeback, compaction;
+ * batches and the next picks (reclaim), restores, writeback, compaction,
+ * locking a handed-over pool;
  * then the reaper frees what died this turn, from the top down; then the
  * limits, group budgets and proactive sweeps (ten times a second); then,
  * once a second, housekeeping (sd_notify STATUS/WATCHDOG, the liveness
@@ -37,6 +38,23 @@ static void loop_compact(struct daemon *d)
 
 	if (frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool))
 		d->st.compacted_bytes += pool_compact_some(d->pool, 64);
+}
+
+/*
+ * A handed-over pool (handover_load.c) is locked again 4 MiB a turn (about
+ * 1 ms): under mlockall, mapping its pages locks them, and until then a
+ * fault reading one maps it.
+ */
+#define LOOP_LOCK_BYTES (4u << 20)
+
+static void loop_lock_pool(struct daemon *d)
+{
+	if (!d->pool_locking || !pool_populate_some(d->pool, &d->pool_lock_cursor, LOOP_LOCK_BYTES))
+		return;
+	d->pool_locking = false;
+	log_info("the handed-over pool is locked again: %llu MiB in %llu ms",
+		 (unsigned long long)(pool_total_size(d->pool) >> 20),
+		 (unsigned long long)((now_usec() - d->pool_lock_usec) / 1000));
 }
 
 static bool loop_any_limit(const struct daemon *d)
@@ -158,7 +176,7 @@ static uint64_t loop_timeout(const struct daemon *d)
 {
 	if (d->stopping && !evict_committing(d))
 		return 10000;
-	if (reclaim_picking(d) || evict_committing(d) || restore_active(d))
+	if (reclaim_picking(d) || evict_committing(d) || restore_active(d) || d->pool_locking)
 		return 0;
 	if (fault_retry_pending(d))
 		return LOOP_RETRY_USEC;
@@ -190,6 +208,7 @@ int loop_run(struct daemon *d)
 		wb_run(d);
 		recomp_run(d);
 		loop_compact(d);
+		loop_lock_pool(d);
 		loop_reap(d);
 		loop_housekeeping(d);
 		if (d->upgrading)

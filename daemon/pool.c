@@ -840,29 +840,35 @@ int pool_place(struct pool *p, uint64_t handle, uint32_t id, uint16_t slot, size
 }
 
 /*
- * Maps every page of every slab, runs of neighbouring slabs at a time.
- * Under mlockall(MCL_FUTURE | MCL_ONFAULT) that locks them too; the
- * pages an adopted arena holds are otherwise mapped, and locked, only
- * when a fault first reads them.
+ * Maps the pages of the slabs from id *cursor on, runs of neighbouring
+ * slabs at a time, until about max_bytes are done.  Only slabs that exist
+ * now: populating a free chunk would allocate pages nothing counts.
  */
-int pool_populate(struct pool *p)
+bool pool_populate_some(struct pool *p, uint32_t *cursor, size_t max_bytes)
 {
-	uint64_t start = 0, end = 0; /* the run so far, as arena offsets */
+	uint64_t start = 0, end = 0, done = 0; /* the run so far, as arena offsets */
+	uint32_t id = *cursor;
 
-	for (uint32_t id = 0; id <= p->nr_ids; id++) {
+	for (; id <= p->nr_ids && done < max_bytes; id++) {
 		const struct pool_slab *s = id < p->nr_ids ? p->slabs[id] : NULL;
 		uint64_t off = (uint64_t)id << POOL_CHUNK_SHIFT;
 
-		if (s && off == end) {
+		if (s && off == end && end - start < max_bytes) {
 			end = off + pool_slab_bytes(&p->classes[s->cls]);
 			continue;
 		}
-		if (end > start && madvise(p->base + start, end - start, MADV_POPULATE_READ) < 0)
-			return -errno;
+		if (end > start) {
+			/* A failure (no memory to lock) leaves those pages to their first fault. */
+			madvise(p->base + start, end - start, MADV_POPULATE_READ);
+			done += end - start;
+		}
 		start = off;
 		end = s ? off + pool_slab_bytes(&p->classes[s->cls]) : off;
 	}
-	return 0;
+	if (end > start)
+		madvise(p->base + start, end - start, MADV_POPULATE_READ);
+	*cursor = id;
+	return id > p->nr_ids;
 }
 
 void pool_adopt_done(struct pool *p)

@@ -14,6 +14,7 @@
 #ifndef ZSWAPD_POOL_H
 #define ZSWAPD_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,9 +81,13 @@ void pool_locate(struct pool *p, uint64_t handle, uint32_t *ret_slab, uint16_t *
 int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool);
 int pool_place(struct pool *p, uint64_t handle, uint32_t slab, uint16_t slot, size_t len);
 void pool_adopt_done(struct pool *p);
-/* Maps (and under mlockall, locks) every slab's pages: an adopted arena's
- * are otherwise mapped only as faults read them. */
-int pool_populate(struct pool *p);
+/*
+ * Maps (and under mlockall, locks) the slabs' pages, from id *cursor (0 to
+ * begin) on, about max_bytes per call; true once every slab is done.  An
+ * adopted arena's pages are otherwise mapped only as faults read them.
+ * Allocations and releases between calls are fine.
+ */
+bool pool_populate_some(struct pool *p, uint32_t *cursor, size_t max_bytes);
 
 /* Bytes of slab memory held from the kernel (what zswap calls pool_total_size),
  * the cached empty slabs included. */

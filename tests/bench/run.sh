@@ -1901,7 +1901,7 @@ PY
 	[ -z "$DPID" ] || { kill -TERM "$DPID"; wait "$DPID"; state_drop_pid "$DPID"; DPID=; }
 	sed -n 's/.*took over .* in \([0-9]*\) ms.*/handover_ms \1/p' "$CASE/daemon.log" >>"$CASE/figures"
 	sed -n 's/.*handover image: .* \([0-9]*\) bytes.*/image_bytes \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
-	sed -n 's/.*the pool locked in \([0-9]*\)).*/lock_ms \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
+	sed -n 's/.*pool is locked again: .* in \([0-9]*\) ms.*/lock_ms \1/p' "$CASE/daemon.log" | head -n1 >>"$CASE/figures"
 	echo "status $STATUS" >>"$CASE/figures"
 	[ "$STATUS" = ok ] || { FAILED=1; tail -n 20 "$CASE/daemon.log" "$CASE/workload.err" >&2; }
 	echo "bench:   $STATUS" >&2
@@ -1956,7 +1956,7 @@ with open(os.path.join(out, "upgrade.md"), "w") as f:
     f.write("| host's used memory, peak rise | %d MiB (%.1f%% of the evicted) | %d MiB (%.0f%%) |\n" % (
         m["idle_peak_rise_kb"] // 1024, 100 * m["idle_peak_rise_kb"] / evicted_kb,
         m["stop_peak_rise_kb"] // 1024, 100 * m["stop_peak_rise_kb"] / (m["stop_stored_pages"] * 4)))
-    f.write("| time | %.0f ms (image written to taken over; of it, the pool mapped and locked: %d ms) | |\n" % (
+    f.write("| time | %.0f ms (image written to taken over; then the pool locked again, serving: %d ms) | |\n" % (
         res["handover_ms_median"], m["lock_ms"]))
     f.write("| image | %.1f MiB | |\n" % (m["image_bytes"] / 2**20))
     f.write("| longest pause of a process faulting through it (64 accesses) | %.0f ms | |\n\n" % (

@@ -1708,6 +1708,10 @@ t_upgrade() {
 	[ "${arena% *}" = 1 ]
 	[ "${arena#* }" -gt 0 ] && [ "${arena#* }" -le "$(stat_in "$TMP/up.after" pool_total_size)" ]
 	! ls -l /proc/"$dp"/fd | grep -q zswapd-handover
+	# Then, while serving, the new binary maps (so locks) every page of it.
+	for _ in $(seq 100); do grep -q "pool is locked again" "$TMP/daemon.log" && break; sleep 0.05; done
+	grep "pool is locked again" "$TMP/daemon.log"
+	[ "$(awk '/^RssShmem/ { print $2 * 1024 }' /proc/"$dp"/status)" -ge "${arena#* }" ]
 	"$CTL" list --json >"$TMP/up_list.after"
 	cat "$TMP/daemon.log"
 	for k in stored_pages swap_used_bytes compressed_bytes loads stores written_back_pages; do

@@ -1023,6 +1023,64 @@ START_TEST(test_adopt)
 }
 END_TEST
 
+/* Rss of the mapping that holds addr, from /proc/self/smaps, in bytes. */
+static uint64_t mapping_rss(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	uint64_t rss = UINT64_MAX;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, kb;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
+			rss = (uint64_t)kb << 10;
+			break;
+		}
+	}
+	fclose(f);
+	ck_assert_uint_ne(rss, UINT64_MAX);
+	return rss;
+}
+
+/*
+ * An adopted arena's pages are mapped (under mlockall: locked) only by
+ * pool_populate_some(), bit by bit, every slab's and nothing else: the
+ * mapping ends up holding what the memfd holds.
+ */
+START_TEST(test_populate)
+{
+	struct obj *o = calloc(NR_ADOPT, sizeof(*o));
+	uint32_t cursor = 0, calls = 0;
+	struct pool *a, *b;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(pool_new(&a), 0);
+	rng_state = 5;
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		obj_alloc(a, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	for (uint32_t i = 0; i < NR_ADOPT; i += 3)
+		obj_release(a, &o[i]);
+	b = adopt_copy(a, o, NR_ADOPT);
+	pool_free(a);
+	ck_assert_uint_eq(mapping_rss(pool_map(b, o[1].handle)), 0);
+	while (!pool_populate_some(b, &cursor, 256 << 10))
+		calls++;
+	ck_assert_uint_gt(calls, 4);
+	ck_assert_uint_eq(mapping_rss(pool_map(b, o[1].handle)), arena_bytes_held(b));
+	ck_assert_uint_le(arena_bytes_held(b), pool_total_size(b));
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		if (o[i].live)
+			obj_check_quiet(b, &o[i], false);
+	pool_free(b);
+	free(o);
+}
+END_TEST
+
 /* A place that cannot be is refused, and changes nothing. */
 START_TEST(test_place_refused)
 {
@@ -1357,6 +1415,7 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test(tc, test_arena_gives_back);
 	tcase_add_test(tc, test_adopt);
 	tcase_add_test(tc, test_place_refused);
+	tcase_add_test(tc, test_populate);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
