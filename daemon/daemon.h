@@ -360,6 +360,12 @@ struct daemon {
 	int exit_code;
 	/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
 	bool upgrading;	      /* quiescing for it: stopping is set too */
+	/* Before that, the new binary asked what it reads (upgrade.c), serving all along. */
+	struct watch upgrade_check_w; /* its stdout; fd -1 when no check runs */
+	pid_t upgrade_check_pid;
+	uint64_t upgrade_check_usec; /* when it began */
+	char upgrade_check_out[128];
+	size_t upgrade_check_n;
 	char **argv;	      /* as we were started: the new binary gets the same */
 	char exe_path[4096];  /* the binary we were started from, exec'd by an upgrade */
 	int handover_fd;      /* the image we were started with, -1 if none */
@@ -629,8 +635,15 @@ int handover_load(struct daemon *d);
 
 /* upgrade.c */
 /* < 0, with *ret_why for the operator: refused, nothing changed. */
+/*
+ * Starts an upgrade: < 0, with *ret_why for the operator, if refused at
+ * once; 0 if under way (its requesters, conns with upgrade_waiting, hear
+ * how it ends).  The new binary is checked first, without stopping anything.
+ */
 int upgrade_begin(struct daemon *d, const char **ret_why);
+/* Ends an upgrade under way, its check or its quiescing. */
 void upgrade_abandon(struct daemon *d, const char *why);
+bool upgrade_checking(const struct daemon *d);
 void upgrade_step(struct daemon *d);
 
 /* drain.c */

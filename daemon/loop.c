@@ -25,6 +25,7 @@
 #define LOOP_RETRY_USEC 50 /* an mm change (fork, mremap, our agent's drop) takes microseconds */
 #define LOOP_TICK_MS 1000   /* housekeeping period */
 #define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
+#define LOOP_CHECK_USEC 100000 /* how often an upgrade's binary that says nothing is timed */
 
 /*
  * Freed entries leave holes in slabs the pool cannot give back: once the
@@ -180,6 +181,8 @@ static uint64_t loop_timeout(const struct daemon *d)
 		return 0;
 	if (fault_retry_pending(d))
 		return LOOP_RETRY_USEC;
+	if (upgrade_checking(d)) /* its answer wakes us; its silence must too */
+		return LOOP_CHECK_USEC;
 	if (fault_throttled_pending(d))
 		return FAULT_THROTTLE_USEC / 10;
 	if (recomp_pending(d))
@@ -211,7 +214,7 @@ int loop_run(struct daemon *d)
 		loop_lock_pool(d);
 		loop_reap(d);
 		loop_housekeeping(d);
-		if (d->upgrading)
+		if (d->upgrading || upgrade_checking(d))
 			upgrade_step(d); /* execs the new binary once quiet */
 		else if (d->stopping && drain_step(d))
 			return d->exit_code;

@@ -13,8 +13,9 @@
  *
  *  1. Ask the binary at that path whether it reads our image and speaks
  *     our protocol (--handover-versions): the shims in the processes stay,
- *     and speak only theirs.  An old, broken or incompatible binary is
- *     refused while nothing has changed yet.
+ *     and speak only theirs.  The loop reads its answer and serves all
+ *     along; one that says nothing within 5 s is killed.  An old, broken
+ *     or incompatible binary is refused while nothing has changed yet.
  *  2. Quiesce, the loop serving faults meanwhile: no new batch, writeback
  *     or recompression; a reclaim ends with its batch in flight, answered
  *     with what it did; a restore is answered as stopped; new connections
@@ -33,7 +34,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -75,66 +75,37 @@ static bool upgrade_versions_ok(const char *out)
 	return v == ZS_VERSION && !strcmp(end, "\n");
 }
 
-/*
- * What `path --handover-versions` prints: it must read our image, and
- * speak the protocol of the shims in the processes we serve, which stay.
- */
-static int upgrade_check_binary(const char *path)
+/* Tells each zswapctl waiting for the upgrade that it is off, and why. */
+static void upgrade_answer_waiters(struct daemon *d, int err, const char *why)
 {
-	char *argv[] = { (char *)path, "--handover-versions", NULL };
-	char out[128] = "";
-	posix_spawn_file_actions_t fa;
-	struct pollfd pfd;
-	int p[2], status = 0, r;
-	size_t n = 0;
-	pid_t pid;
-
-	if (access(path, X_OK) < 0)
-		return -errno;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	r = -posix_spawn(&pid, path, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(p[1]);
-	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
-	while (r == 0 && n < sizeof(out) - 1 && poll(&pfd, 1, UPGRADE_CHECK_MS) > 0) {
-		ssize_t k = read(p[0], out + n, sizeof(out) - 1 - n);
-
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-	}
-	close(p[0]);
-	if (r == 0) {
-		kill(pid, SIGKILL); /* it has exited if it answered; if it hangs, it must not stay */
-		waitpid(pid, &status, 0);
-	}
-	out[n] = '\0';
-	if (r == 0 && !upgrade_versions_ok(out))
-		r = -EPROTO;
-	return r;
+	for (struct conn *c = d->conns; c; c = c->next)
+		if (c->upgrade_waiting && !c->dead) {
+			c->upgrade_waiting = false;
+			proto_send_error(c->w.fd, c->upgrade_seq, err, why);
+		}
 }
 
-int upgrade_begin(struct daemon *d, const char **ret_why)
+bool upgrade_checking(const struct daemon *d)
 {
-	int r;
+	return d->upgrade_check_w.fd >= 0;
+}
 
-	if (d->upgrading) /* one more requester waits for the same upgrade */
-		return 0;
-	if (d->stopping) {
-		*ret_why = "zswapd is stopping";
-		return log_warning_errno(-ESHUTDOWN, "upgrade: stopping already, not upgrading");
-	}
-	r = upgrade_check_binary(d->exe_path);
-	if (r < 0) {
-		*ret_why = "the binary zswapd was started from cannot take over (see its log)";
-		return log_error_errno(r, "upgrade: %s cannot take over (%m): not upgrading; it must be "
-					  "a zswapd that reads handover image version %d and speaks "
-					  "protocol %d",
-				       d->exe_path, HANDOVER_VERSION, ZS_VERSION);
-	}
+/* The checked binary is gone (it has answered, or must not stay), and its pipe. */
+static void upgrade_check_end(struct daemon *d)
+{
+	int status;
+
+	watch_del(d->epfd, &d->upgrade_check_w);
+	close(d->upgrade_check_w.fd);
+	d->upgrade_check_w.fd = -1;
+	kill(d->upgrade_check_pid, SIGKILL); /* it has exited if it answered */
+	while (waitpid(d->upgrade_check_pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Step 2: quiesce, serving faults meanwhile; upgrade_step() goes on. */
+static void upgrade_quiesce(struct daemon *d)
+{
 	d->stopping = d->upgrading = true;
 	d->stop_usec = now_usec();
 	if (d->listen_w.fd >= 0)
@@ -145,21 +116,109 @@ int upgrade_begin(struct daemon *d, const char **ret_why)
 	}
 	log_info("upgrade: handing over to %s", d->exe_path);
 	notify_status(d);
+}
+
+/* The checked binary's answer is in, or it took too long: on with step 2, or refused. */
+static void upgrade_check_done(struct daemon *d, const char *failure)
+{
+	upgrade_check_end(d);
+	d->upgrade_check_out[d->upgrade_check_n] = '\0';
+	if (!failure && !upgrade_versions_ok(d->upgrade_check_out))
+		failure = "it does not read our image or speak our protocol";
+	if (!failure) {
+		upgrade_quiesce(d);
+		return;
+	}
+	log_error("upgrade: %s cannot take over (%s): not upgrading; it must be a zswapd that "
+		  "reads handover image version %d and speaks protocol %d",
+		  d->exe_path, failure, HANDOVER_VERSION, ZS_VERSION);
+	upgrade_answer_waiters(d, -EPROTO,
+			       "the binary zswapd was started from cannot take over (see its log)");
+}
+
+static void upgrade_check_ready(struct daemon *d, struct watch *w, uint32_t events)
+{
+	size_t room = sizeof(d->upgrade_check_out) - 1 - d->upgrade_check_n;
+	ssize_t k;
+
+	(void)events;
+	k = read(w->fd, d->upgrade_check_out + d->upgrade_check_n, room);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (k > 0)
+		d->upgrade_check_n += (size_t)k;
+	/* Its answer is one short line, then it exits: EOF, or too much. */
+	if (k <= 0 || (size_t)k == room)
+		upgrade_check_done(d, k < 0 ? "cannot read its answer" : NULL);
+}
+
+/*
+ * Step 1: run `path --handover-versions`, its answer read by the loop, so
+ * that a binary that hangs or is slow to start stalls no fault.
+ */
+static int upgrade_check_start(struct daemon *d)
+{
+	char *argv[] = { d->exe_path, "--handover-versions", NULL };
+	posix_spawn_file_actions_t fa;
+	int p[2], r;
+
+	if (access(d->exe_path, X_OK) < 0)
+		return -errno;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	r = -posix_spawn(&d->upgrade_check_pid, d->exe_path, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	d->upgrade_check_w = (struct watch){ .fd = p[0], .fn = upgrade_check_ready };
+	d->upgrade_check_n = 0;
+	d->upgrade_check_usec = now_usec();
+	r = watch_add(d->epfd, &d->upgrade_check_w, EPOLLIN);
+	if (r < 0)
+		upgrade_check_end(d);
+	return r;
+}
+
+int upgrade_begin(struct daemon *d, const char **ret_why)
+{
+	int r;
+
+	if (d->upgrading || upgrade_checking(d)) /* one more requester waits for the same one */
+		return 0;
+	if (d->stopping) {
+		*ret_why = "zswapd is stopping";
+		return log_warning_errno(-ESHUTDOWN, "upgrade: stopping already, not upgrading");
+	}
+	r = upgrade_check_start(d);
+	if (r < 0) {
+		*ret_why = "the binary zswapd was started from cannot take over (see its log)";
+		return log_error_errno(r, "upgrade: %s cannot take over (%m): not upgrading; it must be "
+					  "a zswapd that reads handover image version %d and speaks "
+					  "protocol %d",
+				       d->exe_path, HANDOVER_VERSION, ZS_VERSION);
+	}
 	return 0;
 }
 
 /* Back to serving as before (no quiet moment, no image, a stop asked for). */
 void upgrade_abandon(struct daemon *d, const char *why)
 {
+	if (upgrade_checking(d)) {
+		upgrade_check_end(d);
+		log_warning("upgrade abandoned while its binary was checked: %s", why);
+		upgrade_answer_waiters(d, -EBUSY, why);
+		return;
+	}
 	if (!d->upgrading)
 		return;
 	log_warning("upgrade abandoned: %s; zswapd goes on as before", why);
 	d->stopping = d->upgrading = false;
-	for (struct conn *c = d->conns; c; c = c->next)
-		if (c->upgrade_waiting && !c->dead) {
-			c->upgrade_waiting = false;
-			proto_send_error(c->w.fd, c->upgrade_seq, -EBUSY, why);
-		}
+	upgrade_answer_waiters(d, -EBUSY, why);
 	if (d->listen_w.fd >= 0 && watch_add(d->epfd, &d->listen_w, EPOLLIN) < 0)
 		log_error("cannot watch the listening socket again");
 	notify_status(d);
@@ -210,6 +269,12 @@ static void upgrade_exec(struct daemon *d, int image_fd)
 void upgrade_step(struct daemon *d)
 {
 	int fd, r;
+
+	if (upgrade_checking(d)) {
+		if (now_usec() - d->upgrade_check_usec > UPGRADE_CHECK_MS * 1000ull)
+			upgrade_check_done(d, "no answer within 5 s");
+		return;
+	}
 
 	if (!upgrade_quiet(d)) {
 		if (now_usec() - d->stop_usec > UPGRADE_TIMEOUT_USEC)

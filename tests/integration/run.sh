@@ -1754,6 +1754,26 @@ PY
 	kill -USR2 "$dp"
 	sleep 0.5
 	[ "$(stat_of upgrades)" = 2 ]
+	# One that never answers is given 5 s and killed, and zswapd serves
+	# all along: a request answers at once meanwhile.
+	mv "$TMP/bin/zswapd" "$TMP/bin/zswapd.real"
+	printf '#!/bin/sh\nexec sleep 59.25\n' >"$TMP/bin/zswapd" && chmod +x "$TMP/bin/zswapd"
+	local t0 t1
+	t0=$(date +%s%N)
+	"$CTL" upgrade 2>"$TMP/up_hang.err" &
+	local up=$!
+	sleep 1
+	timeout 1 "$CTL" stats >/dev/null
+	pgrep -f "^sleep 59.25" >/dev/null # the binary under check runs
+	! wait $up
+	t1=$(date +%s%N)
+	cat "$TMP/up_hang.err"
+	grep -q "cannot take over" "$TMP/up_hang.err"
+	grep -q "no answer within 5 s" "$TMP/daemon.log"
+	echo "result: upgrade: a binary that never answers refused after $(( (t1 - t0) / 1000000 )) ms"
+	! pgrep -f "^sleep 59.25" >/dev/null
+	[ "$(stat_of upgrades)" = 2 ]
+	mv "$TMP/bin/zswapd.real" "$TMP/bin/zswapd"
 	chmod +x "$TMP/bin/zswapd"
 	kill -USR1 $a $b
 	wait $a
