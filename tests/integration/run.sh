@@ -1675,27 +1675,34 @@ upgrade_to_new() {
 	upgrade_wait "$1"
 }
 
+# upgrade_setup NAME: a zswapd with a pool and a swap file, a process with
+# 32 MiB evicted (pid in a) and one with 16 MiB that forked a child sharing
+# them (b), part of it on disk; its counters in $TMP/NAME.before, its pid in dp.
+upgrade_setup() {
+	restart_with "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M"
+	dp=$(dpid)
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/$1_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/$1_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/$1_a.out" && grep -q evicted "$TMP/$1_b.out" && break
+		sleep 0.05
+	done
+	sleep 0.5 # the child's registration
+	"$CTL" stats >"$TMP/$1.before"
+	[ "$(stat_in "$TMP/$1.before" written_back_pages)" -gt 1000 ] # some on disk
+}
+
 t_upgrade() {
 	# SIGUSR2 execs the binary now at the path zswapd was started from, in
 	# the same process, and hands it every page (pool, swap file), process
 	# and connection: nothing is faulted back, every byte comes back right.
 	mkdir -p "$TMP/bin" && cp "$B/zswapd" "$TMP/bin/zswapd"
 	zswapd_bin() { "$TMP/bin/zswapd" "$@"; }
-	restart_with "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M"
 	local dp a b before after
-	dp=$(dpid)
-	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/up_a.out" &
-	a=$!
-	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/up_b.out" &
-	b=$!
-	for _ in $(seq 400); do
-		grep -q evicted "$TMP/up_a.out" && grep -q evicted "$TMP/up_b.out" && break
-		sleep 0.05
-	done
-	sleep 0.5 # the child's registration
-	"$CTL" stats >"$TMP/up.before"
+	upgrade_setup up
 	"$CTL" list --json >"$TMP/up_list.before"
-	[ "$(stat_in "$TMP/up.before" written_back_pages)" -gt 1000 ] # some on disk
 	upgrade_to_new 1
 	[ "$(dpid)" = "$dp" ] && kill -0 "$dp"
 	# The new file runs now, not the replaced one.
@@ -1869,20 +1876,8 @@ t_upgrade_v1() {
 	make -C "$TMP/v1" -s BUILD="$TMP/v1/build" "$TMP/v1/build/zswapd" >/dev/null
 	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd"
 	zswapd_bin() { "$TMP/bin/zswapd" "$@"; }
-	restart_with "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M"
 	local dp a b k before after
-	dp=$(dpid)
-	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/v1_a.out" &
-	a=$!
-	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/v1_b.out" &
-	b=$!
-	for _ in $(seq 400); do
-		grep -q evicted "$TMP/v1_a.out" && grep -q evicted "$TMP/v1_b.out" && break
-		sleep 0.05
-	done
-	sleep 0.5 # the child's registration
-	"$CTL" stats >"$TMP/v1.before"
-	[ "$(stat_in "$TMP/v1.before" written_back_pages)" -gt 1000 ] # some on disk
+	upgrade_setup v1
 	upgrade_to_new 1
 	"$CTL" stats >"$TMP/v1.after"
 	grep -q "took over 3 processes" "$TMP/daemon.log"
