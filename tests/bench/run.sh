@@ -1797,17 +1797,30 @@ run_scan() {
 }
 
 # ---------------------------------------------------------------- upgrade
-# used_sampler FILE: the host's used memory (MemTotal - MemAvailable, kB)
-# every 2 ms, "usec kB" a line (the wall clock, as date +%s%N), until killed.
+# used_sampler FILE [PID]: the host's used memory (MemTotal - MemAvailable,
+# kB) every 2 ms, "usec kB" a line (the wall clock, as date +%s%N), until
+# killed; with PID a third column, zswapd's own: its RssAnon plus the host's
+# Shmem (its pool, its image, the staging areas), which the rest of the
+# host moves far less than MemAvailable.
 used_sampler() {
 	exec python3 -c '
 import sys, time
 out = open(sys.argv[1], "w", buffering=1)
+pid = sys.argv[2] if len(sys.argv) > 2 else None
+def anon():
+    try:
+        for l in open("/proc/%s/status" % pid):
+            if l.startswith("RssAnon:"):
+                return int(l.split()[1])
+    except OSError:
+        pass
+    return 0
 while True:
     m = dict(l.split(":", 1) for l in open("/proc/meminfo"))
     kb = lambda k: int(m[k].split()[0])
-    out.write("%d %d\n" % (time.time_ns() // 1000, kb("MemTotal") - kb("MemAvailable")))
-    time.sleep(0.002)' "$1"
+    own = " %d" % (anon() + kb("Shmem")) if pid else ""
+    out.write("%d %d%s\n" % (time.time_ns() // 1000, kb("MemTotal") - kb("MemAvailable"), own))
+    time.sleep(0.002)' "$@"
 }
 
 # upgrade_wait N: until zswapd says it has taken over N times (60 s at most).
@@ -1852,7 +1865,7 @@ run_upgrade_case() {
 		"$B/zswapctl" reclaim "$WPID" "${SIZE}M" >"$CASE/reclaim.txt"
 		"$B/zswapctl" stats >"$CASE/before.stats"
 		stage="idle upgrade"
-		used_sampler "$CASE/idle.used" 9>&- &
+		used_sampler "$CASE/idle.used" "$DPID" 9>&- &
 		KPID=$!
 		sleep 1
 		t0=$(($(date +%s%N) / 1000))
@@ -1864,13 +1877,14 @@ run_upgrade_case() {
 		"$B/zswapctl" stats >"$CASE/after.stats"
 		python3 - "$CASE/idle.used" "$t0" "$t1" >"$CASE/figures" <<'PY'
 import sys
-rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
+rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 3]
 t0 = int(sys.argv[2])  # the signal, on the sampler's clock (wall, microseconds)
-before = [kb for t, kb in rows if t < t0]
-during = [kb for t, kb in rows if t >= t0]
-base = sorted(before)[len(before) // 2]
-print("idle_base_kb", base)
-print("idle_peak_rise_kb", max(during) - base)
+for col, name in ((1, "idle"), (2, "own")):
+    before = [r[col] for r in rows if r[0] < t0]
+    during = [r[col] for r in rows if r[0] >= t0]
+    base = sorted(before)[len(before) // 2]
+    print(name + "_base_kb", base)
+    print(name + "_peak_rise_kb", max(during) - base)
 PY
 		stage="busy upgrade"
 		snapshot w && kill -USR1 "$WPID"
@@ -1934,6 +1948,7 @@ for c in sorted(os.listdir(cases)):
                  "pool_total_size": int(st["pool_total_size"]),
                  "image_bytes": int(f.get("image_bytes", 0)), "lock_ms": int(f.get("lock_ms", 0)),
                  "handover_ms": hand, "idle_peak_rise_kb": int(f["idle_peak_rise_kb"]),
+                 "own_peak_rise_kb": int(f["own_peak_rise_kb"]),
                  "stop_peak_rise_kb": int(f["stop_peak_rise_kb"]),
                  "stop_stored_pages": int(dict(l.split()[:2] for l in open(os.path.join(d, "stop.stats"))
                                                if len(l.split()) >= 2)["stored_pages"]),
@@ -1942,7 +1957,7 @@ for c in sorted(os.listdir(cases)):
 med = lambda k: statistics.median(r[k] for r in rows)
 res = {"host": host, "command": cmd, "date": stamp, "size_mib": int(size), "rounds": rows,
        "median": {k: med(k) for k in ("stored_pages", "pool_total_size", "image_bytes", "lock_ms",
-                                        "idle_peak_rise_kb",
+                                        "idle_peak_rise_kb", "own_peak_rise_kb",
                                         "stop_peak_rise_kb", "stop_stored_pages", "busy_max_access_us")},
        "handover_ms_median": statistics.median(h for r in rows for h in r["handover_ms"])}
 json.dump(res, open(os.path.join(out, "upgrade.json"), "w"), indent=1)
@@ -1956,6 +1971,8 @@ with open(os.path.join(out, "upgrade.md"), "w") as f:
     f.write("| host's used memory, peak rise | %d MiB (%.1f%% of the evicted) | %d MiB (%.0f%%) |\n" % (
         m["idle_peak_rise_kb"] // 1024, 100 * m["idle_peak_rise_kb"] / evicted_kb,
         m["stop_peak_rise_kb"] // 1024, 100 * m["stop_peak_rise_kb"] / (m["stop_stored_pages"] * 4)))
+    f.write("| zswapd's own memory (its RssAnon + the host's Shmem), peak rise | %d MiB (%.1f%%) | |\n" % (
+        m["own_peak_rise_kb"] // 1024, 100 * m["own_peak_rise_kb"] / evicted_kb))
     f.write("| time | %.0f ms (image written to taken over; then the pool locked again, serving: %d ms) | |\n" % (
         res["handover_ms_median"], m["lock_ms"]))
     f.write("| image | %.1f MiB | |\n" % (m["image_bytes"] / 2**20))
