@@ -73,12 +73,20 @@ static void ho_put(struct ho_out *o, const void *p, size_t len)
 	}
 }
 
-/* Entry pointer -> id: an entry shared by a parent and its child is written once. */
+/*
+ * Entry pointer -> id: an entry shared by a parent and its child is written
+ * once.  Open addressing, key and id side by side (a probe is one cache
+ * miss).  With the image, it is most of the memory an upgrade takes.
+ */
+struct ho_slot {
+	uintptr_t key;
+	uint64_t id;
+};
+
 struct ho_ids {
 	struct entry **ents; /* by id */
 	uint64_t n;
-	uintptr_t *keys;
-	uint64_t *vals;
+	struct ho_slot *slots;
 	uint64_t mask;
 };
 
@@ -92,14 +100,13 @@ static uint64_t ho_id(struct ho_ids *ids, struct entry *e)
 {
 	uint64_t i = ho_hash((uintptr_t)e) & ids->mask;
 
-	while (ids->keys[i] && ids->keys[i] != (uintptr_t)e)
+	while (ids->slots[i].key && ids->slots[i].key != (uintptr_t)e)
 		i = (i + 1) & ids->mask;
-	if (!ids->keys[i]) {
-		ids->keys[i] = (uintptr_t)e;
-		ids->vals[i] = ids->n;
+	if (!ids->slots[i].key) {
+		ids->slots[i] = (struct ho_slot){ (uintptr_t)e, ids->n };
 		ids->ents[ids->n++] = e;
 	}
-	return ids->vals[i];
+	return ids->slots[i].id;
 }
 
 static int ho_id_one(uint64_t pgno, void *val, void *arg)
@@ -111,20 +118,22 @@ static int ho_id_one(uint64_t pgno, void *val, void *arg)
 
 static int ho_ids_build(struct daemon *d, struct ho_ids *ids)
 {
-	uint64_t refs = 1, cap = 2;
+	uint64_t indexed = 0, listed = 0, refs, cap = 2;
 
 	for (struct target *t = d->targets; t; t = t->next)
-		refs += t->dead ? 0 : idx_count(t->idx);
+		indexed += t->dead ? 0 : idx_count(t->idx);
 	for (int l = 0; l < ENTRY_LRU_N; l++)
 		for (struct entry *e = d->lru[l].head; e; e = e->lru_next)
-			refs++;
-	while (cap < refs * 2)
+			listed++;
+	refs = indexed + listed + 1;
+	/* Every entry is in an index, most on an LRU too: at most half full,
+	 * and never full, as there are fewer entries than references. */
+	while (cap < 2 * (indexed > listed ? indexed : listed) || cap < refs)
 		cap <<= 1;
 	ids->mask = cap - 1;
 	ids->ents = malloc(refs * sizeof(*ids->ents));
-	ids->keys = calloc(cap, sizeof(*ids->keys));
-	ids->vals = malloc(cap * sizeof(*ids->vals));
-	if (!ids->ents || !ids->keys || !ids->vals)
+	ids->slots = calloc(cap, sizeof(*ids->slots));
+	if (!ids->ents || !ids->slots)
 		return -ENOMEM;
 	/* The LRUs first, oldest first: the ids keep their order. */
 	for (int l = 0; l < ENTRY_LRU_N; l++)
@@ -139,8 +148,7 @@ static int ho_ids_build(struct daemon *d, struct ho_ids *ids)
 static void ho_ids_free(struct ho_ids *ids)
 {
 	free(ids->ents);
-	free(ids->keys);
-	free(ids->vals);
+	free(ids->slots);
 }
 
 #define HO_SAVE_STAT_COUNTER_FIELD(name)                  \
