@@ -172,7 +172,6 @@ static int ho_load_stats(struct daemon *d, struct ho_in *in, uint32_t n)
 }
 
 struct ho_loaded {
-	uint32_t version;
 	struct entry **ents;	/* by id */
 	uint64_t nents;
 	struct entry **by_handle; /* version 1: the old pool's handle -> entry */
