@@ -630,11 +630,10 @@ void handover_cancel(struct daemon *d);
 int handover_prepare(struct daemon *d, int fd);
 /* --handover-versions (all) and --handover-version: the answer to upgrade.c's check. */
 void handover_print_versions(bool all);
-/* Then, once the daemon is set up: every entry, process and connection. */
+/* Then, once the daemon is set up: the pool, every entry, process and connection. */
 int handover_load(struct daemon *d);
 
 /* upgrade.c */
-/* < 0, with *ret_why for the operator: refused, nothing changed. */
 /*
  * Starts an upgrade: < 0, with *ret_why for the operator, if refused at
  * once; 0 if under way (its requesters, conns with upgrade_waiting, hear

@@ -284,24 +284,27 @@ static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_head
 		l->by_handle = calloc(h->max_handle + 1, sizeof(*l->by_handle));
 		if (!l->by_handle)
 			return -ENOMEM;
-		r = ho_load_entries(d, in, l);
-		if (r == 0)
-			r = ho_load_objects_v1(d, in, l);
-		return r < 0 ? r : ho_account_entries(d, l);
+	} else {
+		pool_free(d->pool);
+		d->pool = NULL;
+		r = pool_adopt(ho_own(h->pool_fd), h->max_handle, &d->pool);
+		if (r < 0)
+			return r;
 	}
-	pool_free(d->pool);
-	d->pool = NULL;
-	r = pool_adopt(ho_own(h->pool_fd), h->max_handle, &d->pool);
-	if (r < 0)
-		return r;
 	r = ho_load_entries(d, in, l);
 	if (r < 0)
 		return r;
-	pool_adopt_done(d->pool);
-	/* Hazard 6: the pool locked again, as the old binary had it; by the
-	 * loop, a few MiB a turn, so that no fault waits for it. */
-	d->pool_locking = d->cfg.mlock;
-	d->pool_lock_usec = now_usec();
+	if (l->by_handle) {
+		r = ho_load_objects_v1(d, in, l);
+		if (r < 0)
+			return r;
+	} else {
+		pool_adopt_done(d->pool);
+		/* Hazard 6: the pool locked again, as the old binary had it; by
+		 * the loop, a few MiB a turn, so that no fault waits for it. */
+		d->pool_locking = d->cfg.mlock;
+		d->pool_lock_usec = now_usec();
+	}
 	return ho_account_entries(d, l);
 }
 

@@ -316,6 +316,12 @@ static size_t pool_slab_bytes(const struct pool_class *c)
 	return (size_t)c->pages * ZS_PAGE_SIZE;
 }
 
+/* The class of an object of len (1..ZS_PAGE_SIZE) bytes. */
+static unsigned pool_class_of(size_t len)
+{
+	return (unsigned)((len - 1) / POOL_CLASS_DELTA);
+}
+
 /* The slot size of an object of len bytes: its class's size. */
 static size_t pool_slot_size(size_t len)
 {
@@ -696,7 +702,7 @@ int pool_alloc(struct pool *p, size_t len, uint64_t *ret_handle)
 	r = pool_reserve_handle(p);
 	if (r < 0)
 		return r;
-	cls = (unsigned)((len - 1) / POOL_CLASS_DELTA);
+	cls = pool_class_of(len);
 	c = &p->classes[cls];
 	s = pool_class_fullest(c);
 	if (!s) {
@@ -808,7 +814,7 @@ int pool_place(struct pool *p, uint64_t handle, uint32_t id, uint16_t slot, size
 	if (len == 0 || len > ZS_PAGE_SIZE || handle == 0 || handle >= p->nr_handles ||
 	    p->handles[handle].len || id >= POOL_MAX_CHUNKS)
 		return -EPROTO;
-	cls = (unsigned)((len - 1) / POOL_CLASS_DELTA);
+	cls = pool_class_of(len);
 	c = &p->classes[cls];
 	if (slot >= c->nr_slots)
 		return -EPROTO;

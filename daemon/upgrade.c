@@ -118,6 +118,15 @@ static void upgrade_quiesce(struct daemon *d)
 	notify_status(d);
 }
 
+/* Logs why the binary at exe_path was refused; returns what its requesters are told. */
+static const char *upgrade_refused(struct daemon *d, const char *failure)
+{
+	log_error("upgrade: %s cannot take over (%s): not upgrading; it must be a zswapd that "
+		  "reads handover image version %d and speaks protocol %d",
+		  d->exe_path, failure, HANDOVER_VERSION, ZS_VERSION);
+	return "the binary zswapd was started from cannot take over (see its log)";
+}
+
 /* The checked binary's answer is in, or it took too long: on with step 2, or refused. */
 static void upgrade_check_done(struct daemon *d, const char *failure)
 {
@@ -125,15 +134,10 @@ static void upgrade_check_done(struct daemon *d, const char *failure)
 	d->upgrade_check_out[d->upgrade_check_n] = '\0';
 	if (!failure && !upgrade_versions_ok(d->upgrade_check_out))
 		failure = "it does not read our image or speak our protocol";
-	if (!failure) {
+	if (failure)
+		upgrade_answer_waiters(d, -EPROTO, upgrade_refused(d, failure));
+	else
 		upgrade_quiesce(d);
-		return;
-	}
-	log_error("upgrade: %s cannot take over (%s): not upgrading; it must be a zswapd that "
-		  "reads handover image version %d and speaks protocol %d",
-		  d->exe_path, failure, HANDOVER_VERSION, ZS_VERSION);
-	upgrade_answer_waiters(d, -EPROTO,
-			       "the binary zswapd was started from cannot take over (see its log)");
 }
 
 static void upgrade_check_ready(struct daemon *d, struct watch *w, uint32_t events)
@@ -195,14 +199,9 @@ int upgrade_begin(struct daemon *d, const char **ret_why)
 		return log_warning_errno(-ESHUTDOWN, "upgrade: stopping already, not upgrading");
 	}
 	r = upgrade_check_start(d);
-	if (r < 0) {
-		*ret_why = "the binary zswapd was started from cannot take over (see its log)";
-		return log_error_errno(r, "upgrade: %s cannot take over (%m): not upgrading; it must be "
-					  "a zswapd that reads handover image version %d and speaks "
-					  "protocol %d",
-				       d->exe_path, HANDOVER_VERSION, ZS_VERSION);
-	}
-	return 0;
+	if (r < 0)
+		*ret_why = upgrade_refused(d, strerror(-r));
+	return r;
 }
 
 /* Back to serving as before (no quiet moment, no image, a stop asked for). */
@@ -275,7 +274,6 @@ void upgrade_step(struct daemon *d)
 			upgrade_check_done(d, "no answer within 5 s");
 		return;
 	}
-
 	if (!upgrade_quiet(d)) {
 		if (now_usec() - d->stop_usec > UPGRADE_TIMEOUT_USEC)
 			upgrade_abandon(d, "no quiet moment in 10 s");
