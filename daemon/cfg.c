@@ -372,6 +372,23 @@ static const struct cfg_key cfg_keys[] = {
 	 */
 	{ "nice", cfg_parse_nice, CFG_FIELD(nice), "-10", 0, 0, "-20..19" },
 	{ "default_limit_percent", cfg_parse_uint, CFG_FIELD(default_limit_percent), "0", 0, 100, NULL },
+	/*
+	 * Under systemd (or zswapd's keeper) a zswapd that dies keeps every
+	 * evicted page: the pool, the journal of what it holds and the
+	 * processes' descriptors stay in the fd store, and the next zswapd
+	 * serves on (journal.h, recover.c).  Needs NOTIFY_SOCKET; read at start.
+	 */
+	{ "survive_crash", cfg_parse_bool, CFG_FIELD(survive_crash), "yes", 0, 0, "yes or no" },
+	/*
+	 * Meanwhile a process's faults on evicted pages wait.  A zswapd that
+	 * has not come back after this long never will (systemd gave up on
+	 * restarting it): the process then aborts at its first touch of an
+	 * evicted page, as without survive_crash, rather than hang.  A restart
+	 * takes well under a second; a minute covers systemd's RestartSec and
+	 * a slow start under memory pressure.  Read when a process registers.
+	 */
+	{ "reattach_timeout_seconds", cfg_parse_uint, CFG_FIELD(reattach_timeout_seconds), "60", 1,
+	  86400, NULL },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

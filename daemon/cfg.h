@@ -56,6 +56,8 @@ struct cfg {
 	unsigned cgroup_headroom_percent;  /* 1..50: how far under */
 	unsigned pressure_stall_ms;	   /* 0..2000: PSI triggers' stall in 2 s; 0 = none */
 	unsigned default_limit_percent;	   /* 0..100: resident share of anon memory for targets without a limit; 0 = none */
+	bool survive_crash;		   /* keep a journal and descriptors in the fd store (journal.h) */
+	unsigned reattach_timeout_seconds; /* 1..86400: how long a process waits for a new zswapd */
 };
 
 void cfg_defaults(struct cfg *c);

@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto.h"
+#include "journal.h"
 
 static void conn_ready(struct daemon *d, struct watch *w, uint32_t events);
 
@@ -111,6 +112,7 @@ void conn_close(struct conn *c, const char *why)
 		 * (its children reconnect): it closes at exec or exit.  If the mm
 		 * lives on, the app closed it: keep serving faults, stop evicting. */
 		c->target = NULL;
+		journal_conn_gone(t);
 		t->conn = NULL;
 		t->agent_tid = 0;
 		evict_abort(t);
@@ -222,8 +224,13 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 		return conn_hello(c, h);
 	case ZS_UFFD:
 		return conn_uffd(c, h, fds, nfds);
-	case ZS_AGENT:
-		return conn_agent(c, h);
+	case ZS_AGENT: {
+		int r = conn_agent(c, h);
+
+		if (r == 0 && c->target)
+			journal_target(c->target); /* its agent's ranges, never to evict */
+		return r;
+	}
 	case ZS_EVICT_DONE:
 		if (!c->target)
 			return -EBADMSG;

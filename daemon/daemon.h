@@ -65,6 +65,9 @@
 #include "zswap_stats.h"
 
 struct daemon;
+struct journal;
+struct recovery;
+struct fdstore_fd;
 
 /*
  * Global counters, declared once in zswap_stats.h: each FIELD there is a
@@ -158,7 +161,7 @@ struct batch_remap {
 	uint64_t len;
 };
 
-#define BATCH_MAX_FORKS 8
+#define BATCH_MAX_FORKS 32
 
 struct batch {
 	uint64_t id;
@@ -179,6 +182,7 @@ struct batch {
 	uint64_t started_usec;
 	bool move_first; /* ZS_EVICT_MOVE_FIRST: not write-protected (evict.c) */
 	bool no_unshare; /* ZS_EVICT_NO_UNSHARE: a fork was under way as it was made */
+	bool recovered;	 /* sent by a zswapd that died: put back, never committed (recover.c) */
 	uint8_t **saved; /* per slot: a move-first page read from the scratch at a fork, or NULL */
 	/* Once the agent is done (ZS_EVICT_DONE), the commit runs a slice of
 	 * pages per loop turn, faults served in between. */
@@ -287,6 +291,11 @@ struct target {
 	bool forked;	      /* born of UFFD_EVENT_FORK: its uffd is ours alone until a shim claims it */
 	bool unclaimed;	      /* no shim claimed it in time: its pages were brought back (restore.c) */
 	bool drained;	      /* stop: every page is back and registrations are gone */
+	/* Crash survival (journal.h): the key naming it in the journal and the
+	 * fd store, and which of its descriptors are there. */
+	uint64_t key;
+	bool journaled;
+	uint8_t stored_fds; /* bit JOURNAL_FD_*: in the store */
 	/* per-target figures for `zswapctl list` */
 	uint64_t stores, loads, invalidates, compressed_bytes;
 	uint64_t stall_usec; /* its threads waited on faults we served (target_note_stall) */
@@ -370,6 +379,14 @@ struct daemon {
 	char exe_path[4096];  /* the binary we were started from, exec'd by an upgrade */
 	int handover_fd;      /* the image we were started with, -1 if none */
 	int kept_swap_fd;     /* the swap file's descriptor, from that image; -1 */
+	/* Crash survival: the journal and the fd store (journal.h, fdstore.h). */
+	struct journal *journal; /* NULL: not kept (no store, or turned off) */
+	bool fdstore;		 /* NOTIFY_SOCKET names a store that keeps descriptors */
+	struct fdstore_fd *handed; /* what the store gave us at start, until taken */
+	size_t nhanded;
+	uint64_t handles_gen;	 /* the pool's handle table is in the store as handles.<this> */
+	uint64_t next_key;	 /* targets' keys */
+	struct recovery *recovery; /* a start after a crash, from prepare to load (recover.c) */
 	/* The handed-over pool's pages, locked again a few MiB a turn (loop.c). */
 	bool pool_locking;
 	uint32_t pool_lock_cursor;
@@ -392,6 +409,12 @@ int proc_tgid_of(pid_t tid, pid_t *ret_tgid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_status_kb(pid_t pid, const char *key, uint64_t *ret_kb);
 int proc_page_present(pid_t pid, uint64_t addr);
+/* n entries of pid's pagemap from addr's. */
+int proc_pagemap(pid_t pid, uint64_t addr, uint32_t n, uint64_t *pm);
+/* A pagemap entry of a page not present, marked uffd-wp: a marker, an evicted page's (hazard 8). */
+#define PAGEMAP_OWED(pm) (!((pm) >> 63 & 1) && ((pm) >> 57 & 1))
+/* 1: addr is not mapped but marked (uffd-wp), an evicted page's mark (hazard 8); 0: not; -errno. */
+int proc_page_owed(pid_t pid, uint64_t addr);
 /* populated[i]: whether page addr + i pages is present or swapped (pagemap), for n pages. */
 int proc_pages_populated(pid_t pid, uint64_t addr, uint32_t n, uint8_t *populated);
 int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there */
@@ -467,6 +490,8 @@ void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e);
 int target_register(struct target *t, uint64_t start, uint64_t end);
 /* r from UFFDIO_COPY/ZEROPAGE at addr, with an EEXIST that pagemap denies turned into -EAGAIN. */
 int target_fill_checked(struct target *t, uint64_t addr, int r);
+/* Clears the marker of an evicted page at addr (hazard 8), if there is one: 1 if there was. */
+int target_unmark(struct target *t, uint64_t addr);
 /* Lifts write-protection; one the mm refuses for now (EAGAIN) is lifted again from the loop. */
 int target_unprotect(struct target *t, uint64_t addr, uint64_t len);
 int target_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
@@ -555,12 +580,25 @@ void evict_forget_layout(struct target *t);
 
 /* evict.c */
 #define EVICT_PICKING 2
+#define EVICT_MAX_RUNS 512
 int evict_start(struct target *t);
 int evict_done(struct target *t, const struct zs_evict_done *done);
 void evict_abort(struct target *t);
 bool evict_committing(const struct daemon *d);
 void evict_commit_all(struct daemon *d);
 void evict_forget_child(struct daemon *d, struct target *child);
+/* A batch a zswapd that died had out, from its journal: put back once the agent is done. */
+struct evict_recovered {
+	uint64_t id;
+	uint32_t flags; /* ZS_EVICT_* */
+	const struct batch_run *runs;
+	uint32_t nruns;
+	struct target *forks[BATCH_MAX_FORKS]; /* children forked while it was out */
+	uint32_t nforks;
+	bool done; /* the agent's answer was read by the dead zswapd */
+};
+int evict_recover(struct target *t, const struct evict_recovered *rb);
+#define EVICT_RECOVER_WAIT_USEC (5 * 1000000ull) /* an agent that long silent is stopped */
 
 /* reclaim.c */
 int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes);
@@ -613,6 +651,27 @@ void restore_forget_conn(struct daemon *d, struct conn *c);
 bool restore_active(const struct daemon *d);
 void restore_continue(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
+
+/* survive.c: surviving our own death (survive_crash). */
+void survive_init(struct daemon *d);
+/* The uffd features that marking needs, to ask UFFDIO_API for. */
+uint64_t survive_uffd_features(const struct daemon *d);
+/* Whether t's pages are marked when taken out (ZS_READY_MARK). */
+bool survive_marks(const struct target *t);
+/* Whether t's agent says it marks them (it got ZS_READY_MARK). */
+bool survive_agent_marks(const struct target *t);
+/* Our pid and the reattach timeout, in t's staging (for its watcher). */
+void survive_staging(struct target *t);
+/* Everything into the store, and a journal: once set up, or a new binary took over. */
+int survive_start(struct daemon *d);
+/* Everything out of it: an upgrade's exec (the new binary puts it back). */
+void survive_stop(struct daemon *d);
+
+/* recover.c: a start after a zswapd died, from what the fd store kept (journal.h). */
+/* Before set-up: 1 if the store handed back a journal (the config follows it), 0 if not. */
+int recover_prepare(struct daemon *d);
+/* After set-up: every process, page and batch the dead zswapd had, served on. */
+int recover_load(struct daemon *d);
 
 /* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
 #define HANDOVER_VERSION 2 /* the image this binary writes */

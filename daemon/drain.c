@@ -24,6 +24,7 @@
 #include "log.h"
 #include "uffd.h"
 #include "vmscan.h"
+#include "journal.h"
 
 #define DRAIN_BATCH_TIMEOUT_USEC (5 * 1000000ull)  /* an agent that long silent is stopped */
 #define DRAIN_TIMEOUT_USEC (60 * 1000000ull)
@@ -71,6 +72,7 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 			/* The page is lost to the process either way: say so. */
 			log_error_errno(r, "pid %d: cannot return page %#llx from the swap file: %m",
 					(int)t->pid, (unsigned long long)addr);
+			journal_unlink(t, addr);
 			idx_erase(t->idx, pgno);
 			t->compressed_bytes -= e->len;
 			entry_put(t->d, e);
@@ -84,7 +86,10 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 		return r; /* an event is pending: read it first, then go on */
 	if (idx_lookup(t->idx, pgno)) {
 		/* The address is not mapped any more (ENOENT): nothing to restore. */
-		struct entry *e = idx_erase(t->idx, pgno);
+		struct entry *e;
+
+		journal_unlink(t, addr);
+		e = idx_erase(t->idx, pgno);
 
 		t->compressed_bytes -= e->len;
 		entry_put(t->d, e);

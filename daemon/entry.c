@@ -180,9 +180,30 @@ int entry_account(struct daemon *d, struct entry *e)
 int entry_store_raw(struct daemon *d, const void *page, struct entry **ret_entry)
 {
 	struct entry *e = calloc(1, sizeof(*e));
+	uint64_t handle;
 	void *copy = NULL;
 
-	if (!e || posix_memalign(&copy, ZS_PAGE_SIZE, ZS_PAGE_SIZE)) {
+	if (!e)
+		return -ENOMEM;
+	/*
+	 * In the pool, as a page stored as it is, past its limit if need be
+	 * (a page the process owns, and rare): a zswapd that dies finds it
+	 * there (journal.h), where a copy on our heap would die with us.
+	 */
+	if (pool_alloc(d->pool, ZS_PAGE_SIZE, &handle) == 0) {
+		memcpy(pool_map(d->pool, handle), page, ZS_PAGE_SIZE);
+		e->refs = 1;
+		e->kind = ENTRY_COMP;
+		e->len = ZS_PAGE_SIZE;
+		e->val = handle;
+		d->st.compressed_bytes += ZS_PAGE_SIZE;
+		d->st.stored_incompressible_pages++;
+		entry_lru_add(d, e, false);
+		d->st.stored_pages++;
+		*ret_entry = e;
+		return 0;
+	}
+	if (posix_memalign(&copy, ZS_PAGE_SIZE, ZS_PAGE_SIZE)) {
 		free(e);
 		return -ENOMEM;
 	}

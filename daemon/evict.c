@@ -47,6 +47,7 @@
 #include "log.h"
 #include "uffd.h"
 #include "vmscan.h"
+#include "journal.h"
 
 #define EVICT_COMMIT_SLICE 8	     /* pages committed per loop turn: ~60 us, a fault's wait at most */
 
@@ -96,7 +97,7 @@ static int evict_send(struct target *t, struct batch *b)
  * agent has a scratch area (and agent_move_first says so), write-protect
  * otherwise.  NULL: out of memory.
  */
-static struct batch *evict_batch_new(struct target *t, size_t nruns)
+static struct batch *evict_batch_alloc(struct target *t, size_t nruns)
 {
 	struct batch *b = calloc(1, sizeof(*b));
 
@@ -111,8 +112,17 @@ static struct batch *evict_batch_new(struct target *t, size_t nruns)
 		batch_free(b);
 		return NULL;
 	}
-	b->id = ++t->d->next_batch_id;
 	b->started_usec = now_usec();
+	return b;
+}
+
+static struct batch *evict_batch_new(struct target *t, size_t nruns)
+{
+	struct batch *b = evict_batch_alloc(t, nruns);
+
+	if (!b)
+		return NULL;
+	b->id = ++t->d->next_batch_id;
 	b->move_first = t->d->cfg.agent_move_first && target_scratch(t, NULL) != 0;
 	if (b->move_first) {
 		/* Before the check below that the pages are this process's
@@ -197,8 +207,13 @@ static int evict_launch(struct target *t, struct batch *b)
 	memset((void *)ZS_STAGING_COPIED(t->staging, t->staging_pages), 0,
 	       ZS_STAGING_MAX_SLOTS / 8);
 	t->batch = b;
+	/* Recorded before the agent can take a page: a zswapd that dies
+	 * with the batch out finds its pages to put back (recover.c). */
+	journal_batch(t, b, (b->move_first ? ZS_EVICT_MOVE_FIRST : 0) |
+				    (b->no_unshare ? ZS_EVICT_NO_UNSHARE : 0));
 	r = evict_send(t, b);
 	if (r < 0) {
+		journal_batch_end(t, b);
 		t->batch = NULL;
 		for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
 			target_unprotect(t, b->runs[i].addr,
@@ -290,10 +305,16 @@ out:
  * madvise or mremap of the app is under way), keep it as a raw entry that
  * the next fault maps.  Returns what UFFDIO_COPY said, or the fallback's.
  */
-static int evict_put_back(struct target *t, uint64_t addr, const void *page)
+static int evict_put_back(struct target *t, uint64_t addr, const void *page, bool recovered)
 {
 	struct entry *e;
-	int r = target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, page, false));
+	int r;
+
+	/* A batch a dead zswapd sent: a page the app discarded since has no
+	 * marker left (hazard 8): zeros are its content now, not this. */
+	if (recovered && t->pid && proc_page_owed(t->pid, addr) == 0)
+		return 0;
+	r = target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, page, false));
 
 	if (r == -EEXIST)
 		return 0; /* mapped meanwhile: nothing to put back */
@@ -304,6 +325,8 @@ static int evict_put_back(struct target *t, uint64_t addr, const void *page)
 		r = target_insert(t, addr, e);
 		if (r < 0)
 			entry_put(t->d, e);
+		else
+			journal_store(t, addr, e);
 	}
 	return r;
 }
@@ -317,13 +340,13 @@ static void evict_put_back_children(struct batch *b, uint64_t addr, const void *
 {
 	for (uint32_t f = 0; f < b->nforks; f++)
 		if (!b->forks[f]->dead)
-			evict_put_back(b->forks[f], addr, page);
+			evict_put_back(b->forks[f], addr, page, b->recovered);
 }
 
 /* Puts a refused page back where it was, in the target and in children forked meanwhile. */
 static void evict_refuse(struct target *t, struct batch *b, uint64_t addr, const void *page)
 {
-	int r = evict_put_back(t, addr, page);
+	int r = evict_put_back(t, addr, page, b->recovered);
 
 	if (r == -ESRCH) {
 		target_kill(t, "mm gone"); /* exited meanwhile: nothing to put back */
@@ -345,6 +368,14 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 	if (r < 0)
 		return r;
 	e->stored_at = (uint32_t)t->stores;
+	/* An agent that does not mark what it takes out (a shim from before
+	 * markers): marked here, before the journal says the page is out. */
+	if (survive_marks(t) && !survive_agent_marks(t)) {
+		uffd_writeprotect(t->uffd_w.fd, addr, ZS_PAGE_SIZE, true);
+		for (uint32_t f = 0; f < b->nforks; f++)
+			if (!b->forks[f]->dead)
+				uffd_writeprotect(b->forks[f]->uffd_w.fd, addr, ZS_PAGE_SIZE, true);
+	}
 	for (uint32_t f = 0; f < b->nforks; f++) {
 		struct target *child = b->forks[f];
 
@@ -353,7 +384,9 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 		entry_get(e);
 		if (target_insert(child, addr, e) < 0) {
 			entry_put(t->d, e);
-			evict_put_back(child, addr, page);
+			evict_put_back(child, addr, page, false);
+		} else {
+			journal_store(child, addr, e);
 		}
 	}
 	r = target_insert(t, addr, e);
@@ -361,6 +394,7 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 		entry_put(t->d, e);
 		return r;
 	}
+	journal_store(t, addr, e);
 	t->stores++;
 	t->stored_bytes += e->len;
 	return 0;
@@ -398,13 +432,40 @@ static void evict_note_mismoves(struct target *t)
 	t->mismoves_seen = now;
 }
 
+/*
+ * Lifts a write-protected batch's protection from what the app still has.
+ * A page taken out carries the agent's marker (hazard 8), which a lift
+ * would clear: where the index holds an entry, the range stops.
+ */
+static void evict_unprotect_run(struct target *t, const struct batch_run *run)
+{
+	uint64_t start = run->addr, end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
+
+	if (!t->d->journal) {
+		target_unprotect(t, start, end - start);
+		return;
+	}
+	/* Writers that waited on a page taken out since fault again, and wait for its load. */
+	uffd_wake(t->uffd_w.fd, start, end - start);
+	for (uint64_t a = start; a < end; a += ZS_PAGE_SIZE) {
+		if (!idx_lookup(t->idx, a >> ZS_PAGE_SHIFT))
+			continue;
+		if (a > start)
+			target_unprotect(t, start, a - start);
+		start = a + ZS_PAGE_SIZE;
+	}
+	if (end > start)
+		target_unprotect(t, start, end - start);
+}
+
 static void evict_finish(struct target *t, struct batch *b)
 {
+	journal_batch_end(t, b);
 	evict_note_mismoves(t);
 	for (uint32_t f = 0; f < b->nforks; f++)
 		b->forks[f]->batch_parent = NULL;
 	for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
-		target_unprotect(t, b->runs[i].addr, (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
+		evict_unprotect_run(t, &b->runs[i]);
 	t->batch = NULL;
 	for (uint32_t i = 0; i < b->ndeferred && !t->dead; i++) {
 		const struct uffd_msg *m = &b->deferred[i];
@@ -511,6 +572,14 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 	if (!b->dropped)
 		return -ENOMEM;
 	memcpy(b->dropped, done->result, b->nruns * sizeof(*b->dropped));
+	journal_batch_done(t, b);
+	if (b->recovered) {
+		log_debug("pid %d: batch %llu of the zswapd that died answered after %llu ms",
+			  (int)t->pid, (unsigned long long)b->id,
+			  (unsigned long long)((now_usec() - b->started_usec) / 1000));
+		evict_abort(t); /* the agent is done: every page it took goes back */
+		return 0;
+	}
 	if (done->flags & ZS_DONE_ON_APP_CPU)
 		t->d->st.evict_local_batches++;
 	evict_commit_some(t);
@@ -582,10 +651,54 @@ void evict_abort(struct target *t)
 				continue;
 			}
 			if (!t->dead)
-				evict_put_back(t, addr, page);
+				evict_put_back(t, addr, page, b->recovered);
 			evict_put_back_children(b, addr, page);
 		}
 	}
 	evict_finish(t, b);
 }
 
+
+int evict_recover(struct target *t, const struct evict_recovered *rb)
+{
+	struct batch *b;
+
+	if (!t->staging || !rb->nruns || rb->nforks > BATCH_MAX_FORKS)
+		return -EPROTO;
+	for (uint32_t i = 0; i < rb->nruns; i++)
+		if (!rb->runs[i].npages || rb->runs[i].slot > t->staging_pages ||
+		    rb->runs[i].npages > t->staging_pages - rb->runs[i].slot)
+			return -EPROTO;
+	b = evict_batch_alloc(t, rb->nruns);
+	if (!b)
+		return -ENOMEM;
+	/* As the dead zswapd sent it: the fork gate's words are the agent's
+	 * and its, and stay as they are. */
+	b->id = rb->id;
+	b->move_first = rb->flags & ZS_EVICT_MOVE_FIRST;
+	b->no_unshare = rb->flags & ZS_EVICT_NO_UNSHARE;
+	b->recovered = true;
+	b->nruns = rb->nruns;
+	memcpy(b->runs, rb->runs, rb->nruns * sizeof(*b->runs));
+	for (uint32_t i = 0; i < rb->nruns; i++) {
+		const struct batch_run *run = &b->runs[i];
+
+		b->npages += run->npages;
+		/* Committed before it died: in the index, and not to put back. */
+		for (uint32_t k = 0; k < run->npages; k++)
+			if (idx_lookup(t->idx, (run->addr >> ZS_PAGE_SHIFT) + k))
+				b->committed[run->slot + k] = 1;
+	}
+	for (uint32_t f = 0; f < rb->nforks; f++) {
+		b->forks[b->nforks++] = rb->forks[f];
+		rb->forks[f]->batch_parent = t;
+	}
+	t->batch = b;
+	/* The agent, if still at it, takes no more and moves back what it takes. */
+	for (uint32_t i = 0; i < t->staging_pages; i++)
+		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[i], 1,
+				 __ATOMIC_SEQ_CST);
+	if (rb->done)
+		evict_abort(t);
+	return 0;
+}

@@ -25,7 +25,6 @@
 #include "log.h"
 #include "vmscan.h"
 
-#define EVICT_MAX_RUNS 512
 #define EVICT_VMAS_TTL_USEC 1000000   /* maps is read at most this often per target */
 #define EVICT_SMAPS_TTL_USEC 10000000 /* smaps at most this long unread while maps is unchanged */
 #define EVICT_PICK_CHUNK 4096	     /* pages of address space looked at per loop turn: ~0.1 ms */

@@ -28,6 +28,7 @@
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
+#include "journal.h"
 
 #define FAULT_READ_BATCH 32
 
@@ -171,14 +172,18 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		log_debug("pid %d: fork event, batch %llu%s, %zu entries", (int)t->pid,
 			  t->batch ? (unsigned long long)t->batch->id : 0ull,
 			  t->batch && t->batch->dropped ? " committing" : "", idx_count(t->idx));
-		if (target_new_child(t, (int)msg->arg.fork.ufd, &child) == 0)
+		if (target_new_child(t, (int)msg->arg.fork.ufd, &child) == 0) {
+			journal_fork_claim(child, msg);
+			journal_fork(t, child);
 			evict_note_fork(t, child);
+		}
 		break;
 	case UFFD_EVENT_REMAP:
 		evict_forget_layout(t); /* addresses moved; the loop picks again */
 		log_debug("pid %d: remap %#llx -> %#llx +%llu", (int)t->pid,
 			  (unsigned long long)msg->arg.remap.from, (unsigned long long)msg->arg.remap.to,
 			  (unsigned long long)msg->arg.remap.len);
+		journal_remap(t, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
 		evict_note_remap(t, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
 		break;
 	case UFFD_EVENT_REMOVE:
@@ -225,6 +230,10 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 			return;
 		}
 		fault_stamp(msgs, n);
+		/* A forked child's uffd is ours alone: into the store at once. */
+		for (ssize_t i = 0; i < n; i++)
+			if (msgs[i].event == UFFD_EVENT_FORK)
+				journal_fork_early(t, &msgs[i]);
 		/*
 		 * Events first, then the faults read with them.  The kernel
 		 * lets the app go on with an event (fork, madvise, mremap) as

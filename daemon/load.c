@@ -41,6 +41,14 @@ static int load_zero_fill(struct target *t, uint64_t addr, bool write)
 	} else {
 		r = uffd_zeropage(t->uffd_w.fd, addr);
 	}
+	if (r == -EEXIST && target_unmark(t, addr) == 1) {
+		/* Marked as evicted and named by no entry (hazard 8): its data
+		 * is lost.  A SIGBUS where it is touched, never zeros. */
+		d->st.uffd_errors++;
+		log_error("pid %d: page %#llx is marked evicted and no entry names it: poisoned",
+			  (int)t->pid, (unsigned long long)addr);
+		return uffd_poison(t->uffd_w.fd, addr);
+	}
 	if (r == 0)
 		d->st.zero_fills++;
 	return r;

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "pool.h"
+#include "journal.h"
 
 #define LOOP_MAX_EVENTS 64
 #define LOOP_RETRY_USEC 50 /* an mm change (fork, mremap, our agent's drop) takes microseconds */
@@ -213,6 +214,7 @@ int loop_run(struct daemon *d)
 		loop_compact(d);
 		loop_lock_pool(d);
 		loop_reap(d);
+		journal_maybe_rewrite(d);
 		loop_housekeeping(d);
 		if (d->upgrading || upgrade_checking(d))
 			upgrade_step(d); /* execs the new binary once quiet */

@@ -24,6 +24,8 @@
 
 #include "comp.h"
 #include "daemon.h"
+#include "fdstore.h"
+#include "keeper.h"
 #include "log.h"
 #include "pool.h"
 
@@ -38,6 +40,9 @@ static void usage(FILE *f)
 		"  -s, --socket PATH        control socket (default: $ZSWAP_SOCKET, the config, "
 		ZSWAP_DEFAULT_SOCKET ")\n"
 		"  -f, --foreground         stay in the foreground (logs go to stderr either way)\n"
+		"      --supervise          in the foreground, start zswapd as a child, keep the\n"
+		"                           descriptors it stores and start it again if it dies\n"
+		"                           (what running without -f does in the background)\n"
 		"      --compressor NAME    lzo, lz4 or zstd (overrides the config)\n"
 		"      --check-config       validate the configuration and exit\n"
 		"      --handover-versions  the versions of the upgrade image this binary reads\n"
@@ -51,11 +56,21 @@ struct args {
 	const char *compressor;
 	bool foreground;
 	bool check_only;
+	bool supervise;
 };
+
+/* What parse_args() puts in place of --supervise in argv: not for the keeper's child. */
+static char supervise_arg[] = "--supervise";
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_COMPRESSOR = 256, OPT_CHECK, OPT_HANDOVER_VERSION, OPT_HANDOVER_VERSIONS };
+	enum {
+		OPT_COMPRESSOR = 256,
+		OPT_CHECK,
+		OPT_HANDOVER_VERSION,
+		OPT_HANDOVER_VERSIONS,
+		OPT_SUPERVISE
+	};
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
@@ -64,6 +79,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "check-config", no_argument, NULL, OPT_CHECK },
 		{ "handover-version", no_argument, NULL, OPT_HANDOVER_VERSION },
 		{ "handover-versions", no_argument, NULL, OPT_HANDOVER_VERSIONS },
+		{ "supervise", no_argument, NULL, OPT_SUPERVISE },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -91,6 +107,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_HANDOVER_VERSIONS:
 			a->handover_version = 2;
+			break;
+		case OPT_SUPERVISE:
+			/* The element getopt just read, whatever its spelling
+			 * ("--sup"), marked by its address, which stays the
+			 * same if getopt moves it. */
+			a->supervise = true;
+			argv[optind - 1] = supervise_arg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -198,16 +221,17 @@ static int setup_listen(struct daemon *d)
 {
 	int n;
 
-	if (d->listen_w.fd >= 0) /* handed over by the binary we replaced */
+	if (d->listen_w.fd >= 0) { /* handed over by the binary we replaced, or kept */
+		/* Again, so that a shim connecting from now on is told our pid
+		 * (SO_PEERCRED), not that of the zswapd that listened first. */
+		listen(d->listen_w.fd, 128);
 		goto watch;
-	n = sd_listen_fds(1);
-	if (n > 1)
-		return log_error_errno(-EINVAL, "Expected one socket from systemd, got %d", n);
+	}
+	n = fdstore_take_listener(d, &d->listen_w.fd);
+	if (n < 0)
+		return log_error_errno(n, "The sockets systemd passed are not one listening "
+					  "AF_UNIX SOCK_SEQPACKET socket");
 	if (n == 1) {
-		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
-			return log_error_errno(-EINVAL, "The socket from systemd is not a listening "
-							"AF_UNIX SOCK_SEQPACKET socket");
-		d->listen_w.fd = SD_LISTEN_FDS_START;
 		d->socket_activated = true;
 		fcntl(d->listen_w.fd, F_SETFL, fcntl(d->listen_w.fd, F_GETFL) | O_NONBLOCK);
 		fcntl(d->listen_w.fd, F_SETFD, FD_CLOEXEC);
@@ -388,8 +412,10 @@ static int daemon_setup(struct daemon *d)
 
 /*
  * Without -f and outside systemd: detach, and let the parent exit only once
- * the child is ready (or failed), so "zswapd && zswapctl stats" works.
- * Returns 0 in the child, 1 in the parent after success, -errno.
+ * the daemon is ready (or failed), so "zswapd && zswapctl stats" works.  The
+ * child becomes the keeper (supervise()), which writes to *ret_ready_fd at
+ * the daemon's READY=1.  Returns 0 in the child, 1 in the parent after
+ * success, -errno.
  */
 static int background(int *ret_ready_fd)
 {
@@ -462,6 +488,38 @@ static void remember_exe(struct daemon *d, char **argv)
 	d->argv = argv;
 }
 
+/*
+ * This process becomes the keeper (keeper.c), a stand-in for systemd's
+ * file-descriptor store, and zswapd runs as its child: with our arguments
+ * but --supervise, in the foreground, from the binary we were started from
+ * (remember_exe()), so that a binary replaced on disk is the one started
+ * after a crash.  Returns our exit code.
+ */
+static int supervise(const struct daemon *d, int argc, char **argv, bool foreground, int ready_fd)
+{
+	const char *exe = getenv(KEEPER_EXEC_ENV); /* a test's fake daemon (keeper.h) */
+	char **child_argv = calloc((size_t)argc + 2, sizeof(*child_argv));
+	int n = 0, r;
+
+	if (!child_argv) {
+		if (ready_fd >= 0)
+			close(ready_fd);
+		log_error("Out of memory");
+		return 1;
+	}
+	if (!exe || !*exe)
+		exe = d->exe_path[0] ? d->exe_path : "/proc/self/exe";
+	child_argv[n++] = argv[0];
+	if (!foreground)
+		child_argv[n++] = (char *)"-f"; /* first: after a "--" it would be no option */
+	for (int i = 1; i < argc; i++)
+		if (argv[i] != supervise_arg)
+			child_argv[n++] = argv[i];
+	r = keeper_run(exe, child_argv, ready_fd);
+	free(child_argv);
+	return r < 0 ? 1 : r;
+}
+
 /* Started by an upgrade (upgrade.c): the image's descriptor; -1 if not. */
 static int handover_fd_from_env(void)
 {
@@ -506,34 +564,48 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	d.sd_notify = getenv("NOTIFY_SOCKET") != NULL;
+	if (a.supervise)
+		return supervise(&d, argc, argv, a.foreground, -1);
+	survive_init(&d);
+	/* What the fd store kept for us: after a crash, what to take over. */
+	if (handover_fd < 0 && recover_prepare(&d) < 0)
+		return 1;
 	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS") && handover_fd < 0) {
 		r = background(&ready_fd);
 		if (r != 0)
 			return r < 0 ? 1 : 0;
+		return supervise(&d, argc, argv, false, ready_fd);
 	}
 	if (sd_watchdog_enabled(0, &d.watchdog_usec) <= 0)
 		d.watchdog_usec = 0;
 	r = daemon_setup(&d);
 	if (r == 0 && handover_fd >= 0)
 		r = handover_load(&d);
+	if (r == 0 && d.recovery)
+		r = recover_load(&d);
+	else if (r == 0)
+		survive_start(&d); /* a failure is said, and zswapd serves on without */
 	if (r < 0) {
+		/* What the store holds stays as it is, for the next try. */
+		d.fdstore = false;
 		if (d.sd_notify)
 			sd_notifyf(0, "ERRNO=%d", -r);
 		daemon_teardown(&d);
 		return 1;
 	}
+	fdstore_forget_rest(&d);
 	log_info("zswapd ready on %s: compressor %s, pool limit %llu MiB",
-		 d.listen_w.fd == SD_LISTEN_FDS_START ? "the socket systemd passed" : d.cfg.socket,
+		 d.socket_activated ? "the socket systemd passed" : d.cfg.socket,
 		 comp_name(d.cfg.compressor), (unsigned long long)(d.pool_limit >> 20));
 	if (d.sd_notify)
 		sd_notify(0, "READY=1");
 	notify_status(&d);
-	if (ready_fd >= 0) {
-		(void)!write(ready_fd, "1", 1);
-		close(ready_fd);
-	}
 	r = loop_run(&d);
-	if (!d.socket_activated)
+	if (r == 0)
+		survive_stop(&d); /* every page is back: nothing to keep */
+	else
+		d.fdstore = false; /* pages still out: kept for the next zswapd */
+	if (!d.socket_activated && r == 0)
 		unlink(d.cfg.socket);
 	daemon_teardown(&d);
 	return r;

@@ -138,6 +138,20 @@ struct pool_handle {
 
 _Static_assert(sizeof(struct pool_handle) == 8, "handle entries are 8 bytes");
 
+/*
+ * Every write of a table entry is one 8-byte store, after the object's
+ * bytes: a zswapd killed at any instant leaves each entry naming either
+ * the object's old place or its new one, never half of each, and never a
+ * place its bytes have not reached (pool_recover()).
+ */
+static void pool_handle_set(struct pool_handle *e, uint32_t slab, uint16_t slot, uint16_t len)
+{
+	uint64_t v;
+
+	memcpy(&v, &(struct pool_handle){ .slab = slab, .slot = slot, .len = len }, sizeof(v));
+	__atomic_store_n((uint64_t *)(void *)e, v, __ATOMIC_RELEASE);
+}
+
 struct pool_slab {
 	struct pool_slab *prev, *next; /* in its class's fullness group */
 	uint32_t id;
@@ -184,7 +198,9 @@ struct pool {
 	uint32_t nr_free_ids;
 	uint32_t nr_ids; /* ids handed out so far, free or not */
 	uint32_t cap_ids;
-	struct pool_handle *handles;
+	struct pool_handle *handles; /* mapped from hfd */
+	int hfd;		     /* the handle table's memfd */
+	uint64_t handles_bytes;	     /* mapped, and the memfd's size */
 	uint32_t nr_handles; /* table entries, all initialised */
 	uint32_t free_handle; /* head of the free entries, 0 if none */
 	/* Where pool_compact_some() resumes. */
@@ -257,6 +273,7 @@ static int pool_open(int fd, uint64_t file_bytes, struct pool **ret_pool)
 		goto fail;
 	}
 	p->fd = fd;
+	p->hfd = -1;
 	p->arena_bytes = p->file_bytes = file_bytes;
 	pool_init_classes(p);
 	*ret_pool = p;
@@ -267,19 +284,6 @@ fail:
 	return r;
 }
 
-int pool_new(struct pool **ret_pool)
-{
-	uint64_t bytes = (uint64_t)POOL_FIRST_CHUNKS << POOL_CHUNK_SHIFT;
-	int fd, r;
-
-	fd = memfd_create("zswapd-pool", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : pool_open(fd, bytes, ret_pool);
-	if (r < 0)
-		close(fd);
-	return r;
-}
 
 /*
  * Maps `chunks` chunks at least.  The memfd only ever grows: an adopted
@@ -439,9 +443,12 @@ void pool_free(struct pool *p)
 		free(p->slabs[id]);
 	munmap(p->base, p->arena_bytes);
 	close(p->fd);
+	if (p->handles)
+		munmap(p->handles, p->handles_bytes);
+	if (p->hfd >= 0)
+		close(p->hfd);
 	free(p->slabs);
 	free(p->free_ids);
-	free(p->handles);
 	free(p);
 }
 
@@ -511,33 +518,90 @@ static int pool_slab_id_get(struct pool *p, uint32_t bytes, uint32_t *ret_id)
 }
 
 /*
+ * The handle table in its memfd, grown to hold cap entries (the memfd
+ * keeps its size if it is longer).  It lives in a memfd so that, with the
+ * arena, it outlives the daemon: a zswapd started after this one died
+ * reads where every object is from it (pool_recover()).
+ */
+static int pool_map_handles(struct pool *p, uint32_t cap)
+{
+	uint64_t bytes = ((uint64_t)cap * sizeof(struct pool_handle) + ZS_PAGE_SIZE - 1) &
+			 ~(uint64_t)(ZS_PAGE_SIZE - 1);
+	struct stat st;
+	void *t;
+
+	if (p->hfd < 0) {
+		p->hfd = memfd_create("zswapd-handles", MFD_CLOEXEC);
+		if (p->hfd < 0)
+			return -errno;
+	}
+	if (bytes <= p->handles_bytes)
+		return 0;
+	if (fstat(p->hfd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size < bytes && ftruncate(p->hfd, (off_t)bytes) < 0)
+		return -errno;
+	if (p->handles)
+		t = mremap(p->handles, p->handles_bytes, bytes, MREMAP_MAYMOVE);
+	else
+		t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->hfd, 0);
+	if (t == MAP_FAILED)
+		return -errno;
+	p->handles = t;
+	p->handles_bytes = bytes;
+	return 0;
+}
+
+/*
  * Makes sure a free handle entry exists, so that once a slot is taken
- * nothing can fail.  The table doubles: glibc moves large blocks with mremap,
- * so growing a big table does not copy it.
+ * nothing can fail.  The table doubles; mremap moves it without a copy.
  */
 static int pool_reserve_handle(struct pool *p)
 {
-	struct pool_handle *t;
 	uint32_t n = p->nr_handles, cap, first;
+	int r;
 
 	if (p->free_handle)
 		return 0;
 	if (n == POOL_MAX_HANDLES)
 		return -ENOMEM;
 	cap = n > POOL_MAX_HANDLES / 2 ? POOL_MAX_HANDLES : (n ? n * 2 : 256);
-	t = reallocarray(p->handles, cap, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
+	r = pool_map_handles(p, cap);
+	if (r < 0)
+		return r;
 	/* Entry 0 stays free and off the list forever: 0 is never a handle. */
 	first = n ? n : 1;
 	if (!n)
-		t[0] = (struct pool_handle){ 0 };
+		pool_handle_set(&p->handles[0], 0, 0, 0);
 	/* Linked in ascending order, so low handles are used first. */
 	for (uint32_t i = cap; i-- > first;)
-		t[i] = (struct pool_handle){ .slab = i + 1 < cap ? i + 1 : 0 };
-	p->handles = t;
+		pool_handle_set(&p->handles[i], i + 1 < cap ? i + 1 : 0, 0, 0);
 	p->nr_handles = cap;
 	p->free_handle = first;
+	return 0;
+}
+
+int pool_new(struct pool **ret_pool)
+{
+	uint64_t bytes = (uint64_t)POOL_FIRST_CHUNKS << POOL_CHUNK_SHIFT;
+	struct pool *p;
+	int fd, r;
+
+	fd = memfd_create("zswapd-pool", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : pool_open(fd, bytes, &p);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	/* The handle table's memfd from the start: it goes in the fd store. */
+	r = pool_reserve_handle(p);
+	if (r < 0) {
+		pool_free(p);
+		return r;
+	}
+	*ret_pool = p;
 	return 0;
 }
 
@@ -558,7 +622,7 @@ static uint32_t pool_get_handle(struct pool *p)
 static void pool_put_handle(struct pool *p, uint32_t h)
 {
 	/* LIFO: the entry just used is likely still in cache for the next alloc. */
-	p->handles[h] = (struct pool_handle){ .slab = p->free_handle };
+	pool_handle_set(&p->handles[h], p->free_handle, 0, 0);
 	p->free_handle = h;
 }
 
@@ -712,9 +776,7 @@ int pool_alloc(struct pool *p, size_t len, uint64_t *ret_handle)
 	}
 	h = pool_get_handle(p);
 	e = &p->handles[h];
-	e->slab = s->id;
-	e->slot = pool_slot_take(c, s, h);
-	e->len = (uint16_t)len;
+	pool_handle_set(e, s->id, pool_slot_take(c, s, h), (uint16_t)len);
 	p->stored_bytes += len;
 	p->nr_objects++;
 	*ret_handle = h;
@@ -793,11 +855,11 @@ int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool)
 	if (r < 0)
 		return r;
 	/* Every entry free until placed; the free list is threaded at the end. */
-	p->handles = calloc(max_handle + 1, sizeof(*p->handles));
-	if (!p->handles) {
+	r = pool_map_handles(p, (uint32_t)max_handle + 1);
+	if (r < 0) {
 		p->fd = -1; /* still the caller's */
 		pool_free(p);
-		return -ENOMEM;
+		return r;
 	}
 	p->nr_handles = (uint32_t)max_handle + 1;
 	*ret_pool = p;
@@ -839,7 +901,7 @@ int pool_place(struct pool *p, uint64_t handle, uint32_t id, uint16_t slot, size
 	s->slot_handle[slot] = (uint32_t)handle;
 	s->nr_used++;
 	c->nr_used++;
-	p->handles[handle] = (struct pool_handle){ .slab = id, .slot = slot, .len = (uint16_t)len };
+	pool_handle_set(&p->handles[handle], id, slot, (uint16_t)len);
 	p->stored_bytes += len;
 	p->nr_objects++;
 	return 0;
@@ -877,8 +939,19 @@ bool pool_populate_some(struct pool *p, uint32_t *cursor, size_t max_bytes)
 	return id > p->nr_ids;
 }
 
+/* Chunks [from, to) hold no slab: whatever pages a dead zswapd left there go. */
+static void pool_punch_free(struct pool *p, uint32_t from, uint32_t to)
+{
+	if (to > from)
+		fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)((uint64_t)from << POOL_CHUNK_SHIFT),
+			  (off_t)((uint64_t)(to - from) << POOL_CHUNK_SHIFT));
+}
+
 void pool_adopt_done(struct pool *p)
 {
+	uint32_t free_end = p->nr_ids; /* the run of free chunks being walked ends here */
+
 	/* Downwards, so that the lowest ids, slots and handles go out first. */
 	for (uint32_t id = p->nr_ids; id-- > 0;) {
 		struct pool_slab *s = p->slabs[id];
@@ -889,6 +962,9 @@ void pool_adopt_done(struct pool *p)
 			p->free_ids[p->nr_free_ids++] = id;
 			continue;
 		}
+		/* An upgrade drops its cache first, but a crash leaves it. */
+		pool_punch_free(p, id + 1, free_end);
+		free_end = id;
 		c = &p->classes[s->cls];
 		stack = pool_free_stack(s, c);
 		for (uint16_t slot = c->nr_slots; slot-- > 0;)
@@ -896,12 +972,64 @@ void pool_adopt_done(struct pool *p)
 				stack[n++] = slot;
 		pool_slab_regroup(c, s);
 	}
+	pool_punch_free(p, 0, free_end);
 	for (uint32_t h = p->nr_handles; h-- > 1;) {
 		if (p->handles[h].len)
 			continue;
-		p->handles[h].slab = p->free_handle;
+		pool_handle_set(&p->handles[h], p->free_handle, 0, 0);
 		p->free_handle = h;
 	}
+}
+
+size_t pool_live_len(const struct pool *p, uint64_t handle)
+{
+	return handle && handle < p->nr_handles ? p->handles[handle].len : 0;
+}
+
+uint64_t pool_handle_end(const struct pool *p)
+{
+	return p->nr_handles;
+}
+
+int pool_handles_fd(const struct pool *p)
+{
+	return p->hfd;
+}
+
+int pool_recover(int fd, int hfd, struct pool **ret_pool)
+{
+	struct pool_handle *old = MAP_FAILED;
+	struct pool *p = NULL;
+	uint64_t n = 0, max = 0;
+	struct stat st;
+	int r;
+
+	if (fstat(hfd, &st) < 0)
+		return -errno;
+	if (st.st_size < (off_t)sizeof(*old) || st.st_size % ZS_PAGE_SIZE ||
+	    (uint64_t)st.st_size / sizeof(*old) > (uint64_t)POOL_MAX_HANDLES + 1)
+		return -EPROTO;
+	n = (uint64_t)st.st_size / sizeof(*old);
+	/* A private copy to read from: the table is rebuilt in its own memfd. */
+	old = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, hfd, 0);
+	if (old == MAP_FAILED)
+		return -errno;
+	for (uint64_t h = 1; h < n; h++)
+		if (old[h].len)
+			max = h;
+	r = old[0].len ? -EPROTO : pool_adopt(fd, max ? max : 1, &p);
+	for (uint64_t h = 1; r == 0 && h <= max; h++)
+		if (old[h].len)
+			r = pool_place(p, h, old[h].slab, old[h].slot, old[h].len);
+	if (r == 0) {
+		pool_adopt_done(p);
+		*ret_pool = p;
+	} else if (p) {
+		p->fd = -1; /* still the caller's */
+		pool_free(p);
+	}
+	munmap(old, (size_t)st.st_size);
+	return r;
 }
 
 /* Whole slabs' worth of free slots in the class: what compaction can return. */
@@ -980,8 +1108,7 @@ static void pool_move(struct pool *p, struct pool_class *c, struct pool_slab *sr
 
 	memcpy(pool_chunk(p, dst->id) + (size_t)to * c->size,
 	       pool_chunk(p, src->id) + (size_t)slot * c->size, e->len);
-	e->slab = dst->id;
-	e->slot = to;
+	pool_handle_set(e, dst->id, to, e->len);
 	pool_slot_put(c, src, slot);
 }
 

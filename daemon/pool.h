@@ -82,6 +82,21 @@ int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool);
 int pool_place(struct pool *p, uint64_t handle, uint32_t slab, uint16_t slot, size_t len);
 void pool_adopt_done(struct pool *p);
 /*
+ * A crash: a zswapd started after this one died gets the arena and the
+ * handle table (pool_handles_fd(), a memfd written one 8-byte store per
+ * change, after the bytes it points to) back from systemd's fd store, and
+ * pool_recover() puts every object the table names back where it is.
+ * The caller then releases the handles nothing of its own names (an
+ * object stored and not yet indexed when the daemon died).  Takes fd on
+ * success; hfd stays the caller's (the table is rebuilt in a new memfd).
+ */
+int pool_handles_fd(const struct pool *p);
+/* The length of the live object handle names, or 0 if none (never aborts). */
+size_t pool_live_len(const struct pool *p, uint64_t handle);
+/* Handles are below this. */
+uint64_t pool_handle_end(const struct pool *p);
+int pool_recover(int fd, int hfd, struct pool **ret_pool);
+/*
  * Maps (and under mlockall, locks) the slabs' pages, from id *cursor (0 to
  * begin) on, about max_bytes per call; true once every slab is done.  An
  * adopted arena's pages are otherwise mapped only as faults read them.

@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "pool.h"
+#include "journal.h"
 
 #define RECOMP_PAGES_PER_TURN 4	  /* ~100 us of zstd */
 #define RECOMP_VISITS_PER_TURN 4096 /* entries looked at: a pointer walk, tens of us */
@@ -40,7 +41,7 @@ static bool recomp_worth(const struct entry *e)
 /* Compresses e again; 0 whether or not that paid, -errno if it could not try. */
 static int recomp_one(struct daemon *d, struct entry *e)
 {
-	uint64_t handle;
+	uint64_t handle, old;
 	int len, r;
 
 	r = entry_unpack(d, e, pool_map(d->pool, e->val), d->page_buf);
@@ -59,13 +60,16 @@ static int recomp_one(struct daemon *d, struct entry *e)
 	if (r < 0)
 		return r;
 	memcpy(pool_map(d->pool, handle), d->comp_buf, (size_t)len);
-	pool_release(d->pool, e->val);
+	old = e->val;
 	d->st.compressed_bytes -= e->len - (unsigned)len;
 	d->st.recompressed_pages++;
 	d->st.recompress_saved_bytes += e->len - (unsigned)len;
 	e->val = handle;
 	e->len = (uint16_t)len;
 	e->recomp |= ENTRY_RECOMP_DONE;
+	/* The journal names the new object before the old one goes. */
+	journal_entry(d, e);
+	pool_release(d->pool, old);
 	return 0;
 }
 

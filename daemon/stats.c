@@ -10,13 +10,14 @@
 
 #include "daemon.h"
 #include "idx.h"
+#include "journal.h"
 #include "pool.h"
 #include "swapmap.h"
 
 struct stats_derived {
 	uint64_t pool_total_size, pool_packing_percent, pool_limit_bytes, swap_used_bytes;
 	uint64_t targets, targets_moving, pool_fragmented_bytes, metadata_bytes;
-	uint64_t proactive_backed_off, groups;
+	uint64_t proactive_backed_off, groups, journal_bytes;
 };
 
 static void stats_derive(struct daemon *d, struct stats_derived *out)
@@ -42,6 +43,7 @@ static void stats_derive(struct daemon *d, struct stats_derived *out)
 	out->pool_fragmented_bytes = pool_fragmented_bytes(d->pool);
 	/* What the bookkeeping itself costs, so the savings can be judged honestly. */
 	out->metadata_bytes = index_bytes + d->st.stored_pages * sizeof(struct entry);
+	out->journal_bytes = journal_bytes(d);
 	out->proactive_backed_off = proactive_backed_off(d);
 	for (const struct group *g = d->groups; g; g = g->next)
 		out->groups++;

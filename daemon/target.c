@@ -33,6 +33,7 @@
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
+#include "journal.h"
 
 /* What we need from every uffd; THREAD_ID tells our agent's faults apart. */
 #define TARGET_UFFD_FEATURES                                                                  \
@@ -65,6 +66,7 @@ static int target_alloc(struct daemon *d, int uffd,
 	t->pidfd_w.fn = target_pidfd_ready;
 	t->staging_fd = -1;
 	t->started_usec = now_usec();
+	t->key = ++d->next_key;
 	r = idx_new(&t->idx);
 	if (r < 0)
 		goto fail_free;
@@ -123,7 +125,12 @@ static int target_name(struct target *t, pid_t pid, int pidfd)
 
 int target_set_pid(struct target *t, pid_t pid)
 {
-	return target_name(t, pid, -1);
+	int r = target_name(t, pid, -1);
+
+	/* A forked child, named by its first fault: its pidfd into the store. */
+	if (r == 0 && t->journaled)
+		journal_target(t);
+	return r;
 }
 
 /* Maps staging memfd fd of pages slots: t's from here on, or closed. */
@@ -150,16 +157,20 @@ static int target_map_staging(struct target *t, int fd, uint32_t pages)
 static int target_make_staging(struct target *t)
 {
 	uint32_t pages = t->d->cfg.evict_batch_pages;
-	int fd;
+	int fd, r;
 
 	fd = memfd_create("zswapd-staging", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+
 	if (ftruncate(fd, (off_t)(((size_t)pages + 1) * ZS_PAGE_SIZE)) < 0) {
 		close(fd);
 		return -errno;
 	}
-	return target_map_staging(t, fd, pages);
+	r = target_map_staging(t, fd, pages);
+	if (r == 0)
+		survive_staging(t);
+	return r;
 }
 
 /* Connects a registered shim (ours or a forked child's) and sends ZS_READY. */
@@ -180,6 +191,8 @@ int target_adopt(struct target *t, struct conn *c)
 		ready.flags |= ZS_READY_MOVE;
 	if (t->d->cfg.agent_follow_app)
 		ready.flags |= ZS_READY_FOLLOW;
+	if (survive_marks(t))
+		ready.flags |= ZS_READY_MARK;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2, docs/design.md) */
@@ -188,6 +201,7 @@ int target_adopt(struct target *t, struct conn *c)
 		return r;
 	t->conn = c;
 	c->target = t;
+	journal_target(t);
 	return 0;
 }
 
@@ -199,7 +213,7 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 	struct target *t;
 	int r;
 
-	r = uffd_api(uffd, TARGET_UFFD_FEATURES, &features);
+	r = uffd_api(uffd, TARGET_UFFD_FEATURES | survive_uffd_features(d), &features);
 	if (r < 0) {
 		close(uffd);
 		return log_warning_errno(r, "pid %d: UFFDIO_API failed: %m", (int)pid);
@@ -502,6 +516,7 @@ static int target_invalidate_one(uint64_t pgno, void *val, void *arg)
 /* The app discarded [start, end): its entries go, so a later touch reads zeros. */
 void target_invalidate(struct target *t, uint64_t start, uint64_t end)
 {
+	journal_invalidate(t, start, end);
 	idx_walk(t->idx, start >> ZS_PAGE_SHIFT,
 		 (end + ZS_PAGE_SIZE - 1) >> ZS_PAGE_SHIFT, target_invalidate_one, t);
 }
@@ -526,6 +541,7 @@ void target_free(struct target *t)
 {
 	struct daemon *d = t->d;
 
+	journal_gone(t);
 	watch_del(d->epfd, &t->uffd_w);
 	close(t->uffd_w.fd);
 	if (t->pidfd_w.fd >= 0) {
@@ -608,6 +624,7 @@ void target_page_loaded(struct target *t, uint64_t addr, struct entry *e)
 
 void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e)
 {
+	journal_unlink(t, addr);
 	idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
 	t->compressed_bytes -= e->len;
 	t->loads++;
@@ -623,10 +640,23 @@ void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e)
  * believing the process has it: never on the ioctl's word alone.  A page
  * that is not there after all is EAGAIN, retried like any other.
  */
+int target_unmark(struct target *t, uint64_t addr)
+{
+	int r = t->pid ? proc_page_owed(t->pid, addr) : 0;
+
+	if (r == 1)
+		uffd_writeprotect(t->uffd_w.fd, addr, ZS_PAGE_SIZE, false);
+	return r;
+}
+
 int target_fill_checked(struct target *t, uint64_t addr, int r)
 {
 	if (r != -EEXIST || t->pid == 0 || proc_page_present(t->pid, addr) != 0)
 		return r;
+	/* An evicted page's marker (hazard 8): UFFDIO_COPY writes over it,
+	 * ZEROPAGE and POISON refuse.  Gone, the next try maps the page. */
+	if (target_unmark(t, addr) == 1)
+		return -EAGAIN;
 	t->d->st.uffd_errors++;
 	log_warning("pid %d: UFFDIO_COPY/ZEROPAGE at %#llx said EEXIST on a missing page; retrying",
 		    (int)t->pid, (unsigned long long)addr);

@@ -128,3 +128,16 @@ int uffd_msgs_push(struct uffd_msg **msgs, uint32_t *n, uint32_t *cap, const str
 	(*msgs)[(*n)++] = *msg;
 	return 0;
 }
+
+void uffd_wake_all(int fd)
+{
+	/* The top of user space differs by paging mode: the widest the
+	 * kernel accepts wins (it refuses a range past the mm's end).  From
+	 * mmap_min_addr's default up. */
+	static const uint64_t tops[] = { 1ull << 56, 1ull << 48, 1ull << 47, 1ull << 39 };
+	const uint64_t low = 0x10000;
+
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++)
+		if (uffd_wake(fd, low, tops[i] - ZS_PAGE_SIZE - low) == 0)
+			return;
+}

@@ -30,6 +30,8 @@ int uffd_api(int fd, uint64_t features, uint64_t *ret_features);
 int uffd_register(int fd, uint64_t start, uint64_t len);
 int uffd_unregister(int fd, uint64_t start, uint64_t len);
 int uffd_wake(int fd, uint64_t addr, uint64_t len);
+/* Wakes every thread waiting in a fault of this uffd: each faults again, into a fresh read. */
+void uffd_wake_all(int fd);
 /* Maps one page of contents `page` at addr; wake=false leaves the waiters asleep. */
 int uffd_copy(int fd, uint64_t addr, const void *page, bool wake);
 /* len bytes of pages from addr on, in one ioctl, waking whoever waits there.

@@ -291,8 +291,12 @@ void upgrade_step(struct daemon *d)
 		return;
 	}
 	fcntl(fd, F_SETFD, 0);
+	/* Out of the fd store: the new binary puts back what it took over,
+	 * under its own names. */
+	survive_stop(d);
 	upgrade_exec(d, fd);
 	handover_cancel(d);
+	survive_start(d);
 	close(fd);
 	upgrade_abandon(d, "no binary could be exec'd");
 }

@@ -162,6 +162,28 @@ int proc_pages_populated(pid_t pid, uint64_t addr, uint32_t n, uint8_t *populate
 	return 0;
 }
 
+int proc_pagemap(pid_t pid, uint64_t addr, uint32_t n, uint64_t *pm)
+{
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < 512 ? n - done : 512;
+		ssize_t got = proc_pread(pid, "pagemap", pm + done, k * sizeof(pm[0]),
+					 (off_t)((addr / ZS_PAGE_SIZE + done) * sizeof(pm[0])));
+
+		if (got != (ssize_t)(k * sizeof(pm[0])))
+			return got < 0 ? (int)got : -EIO;
+		done += k;
+	}
+	return 0;
+}
+
+int proc_page_owed(pid_t pid, uint64_t addr)
+{
+	uint64_t pm;
+	int r = proc_pagemap(pid, addr, 1, &pm);
+
+	return r < 0 ? r : PAGEMAP_OWED(pm);
+}
+
 int proc_page_present(pid_t pid, uint64_t addr)
 {
 	uint64_t pm;

@@ -41,6 +41,7 @@
 #include "pool.h"
 #include "swapmap.h"
 #include "uffd.h"
+#include "journal.h"
 
 #define WB_BLOCK SWAPMAP_BLOCK
 #define WB_QUEUE_DEPTH 64
@@ -230,11 +231,15 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
 
 		if (e->refs > 1 && e->where == ENTRY_WRITING) {
 			if (ok) {
-				/* On disk now: the pool copy goes. */
-				pool_release(d->pool, e->val);
-				d->st.compressed_bytes -= e->len;
+				/* On disk now: the pool copy goes, once the
+				 * journal says where the page is. */
+				uint64_t handle = e->val;
+
 				e->val = 0;
 				e->where = ENTRY_ON_DISK;
+				journal_entry(d, e);
+				pool_release(d->pool, handle);
+				d->st.compressed_bytes -= e->len;
 				d->st.written_back_pages++;
 			} else {
 				swapmap_put(wb->map, io->block);
@@ -335,12 +340,14 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		log_error_errno(res < 0 ? res : r,
 				"pid %d: cannot read back page %#llx from the swap file: %m",
 				(int)t->pid, (unsigned long long)addr);
+		target_unmark(t, addr); /* a marker refuses the poison */
 		if (uffd_poison(t->uffd_w.fd, addr) < 0) {
 			target_kill(t, "swap read failed");
 		} else {
 			/* The access now gets SIGBUS, and no fault: the entry is
 			 * of no use, and read again it would poison twice
 			 * (EEXIST), which kills the target. */
+			journal_unlink(t, addr);
 			idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
 			t->compressed_bytes -= e->len;
 			entry_put(d, e);
@@ -423,9 +430,10 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 	    entry_pool_size(d) + e->len <= d->pool_limit &&
 	    pool_alloc(d->pool, e->len, &handle) == 0) {
 		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);
-		swapmap_put(d->swapmap, e->disk / WB_BLOCK);
 		e->val = handle;
 		e->where = ENTRY_IN_POOL;
+		journal_entry(d, e); /* before its block may be written over */
+		swapmap_put(d->swapmap, e->disk / WB_BLOCK);
 		e->readahead = 1;
 		d->st.compressed_bytes += e->len;
 		d->st.readahead_pages++;

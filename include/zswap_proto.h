@@ -213,6 +213,29 @@ struct zs_uffd {
 #define ZS_FORK_GATE_MAX_USEC 1000000 /* either side waits at most this long (a stopped thread) */
 
 /*
+ * Two words before the fork gate: the pid of the zswapd serving this
+ * process, and how many seconds the process waits for a new one if that
+ * one dies (0: it does not wait; zswapd does not survive its death).  A
+ * zswapd that takes over after a crash (survive_crash) writes its pid
+ * here: the shim's watcher, waiting since the old one died, then watches
+ * the new one (shim/orphan.c).
+ */
+#define ZS_STAGING_DAEMON(staging, pages) \
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 56))
+#define ZS_STAGING_REATTACH_SEC(staging, pages) \
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 52))
+/*
+ * The word before: 1 once the agent marks every page it takes out (it got
+ * ZS_READY_MARK): with UFFD_FEATURE_WP_UNPOPULATED, a write-protect of the
+ * empty page table entry leaves a marker there, which the app's discard
+ * (MADV_DONTNEED, munmap) removes and its mremap and fork carry along.
+ * After a crash a page of a batch in flight is put back only where the
+ * marker still says the app did not discard it (docs/design.md, hazard 8).
+ */
+#define ZS_STAGING_AGENT_MARKS(staging, pages) \
+	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 60))
+
+/*
  * A batch has at most ZS_STAGING_MAX_SLOTS slots (evict_batch_pages), so
  * the veto bytes take at most that much of their page; from there on, one
  * 16-bit word per slot: an agent that drops with MADV_DONTNEED writes, in
@@ -247,12 +270,13 @@ struct zs_uffd {
  */
 #define ZS_STAGING_COPIED(staging, pages) \
 	((volatile uint64_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 3 * ZS_STAGING_MAX_SLOTS))
-_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 48,
+_Static_assert(ZS_STAGING_MAX_SLOTS + 2 * ZS_STAGING_MAX_SLOTS + ZS_STAGING_MAX_SLOTS / 8 <= 4096 - 60,
 	       "veto bytes, drop words and copied bits fit before the words at the end of the veto page");
 
 /* ZS_READY flags */
 #define ZS_READY_MOVE 0x1u /* take pages out with UFFDIO_MOVE (agent_move = yes) */
 #define ZS_READY_FOLLOW 0x2u /* run on the app's CPU (agent_follow_app = yes) */
+#define ZS_READY_MARK 0x4u /* mark each page taken out (UFFDIO_WRITEPROTECT): survive_crash */
 
 struct zs_ready {
 	uint32_t staging_pages;

@@ -53,7 +53,7 @@
 	X(stalled_writes, COUNTER, FIELD, "writes let through a batch whose agent stalled")        \
 	X(hot_skips, COUNTER, FIELD, "resident pages left alone because they came back lately")    \
 	X(poor_skips, COUNTER, FIELD, "pages not tried again because they compressed poorly lately") \
-	X(raw_pages, GAUGE, FIELD, "refused pages that could not be put back at once, kept as they are") \
+	X(raw_pages, GAUGE, FIELD, "refused pages that could not be put back at once, kept on the heap (the pool had no room)") \
 	X(compacted_bytes, COUNTER, FIELD, "pool memory given back by compaction")                 \
 	X(recompressed_pages, COUNTER, FIELD, "entries compressed again by the recompressor")     \
 	X(recompress_saved_bytes, COUNTER, FIELD, "bytes those recompressions took off compressed_bytes") \
@@ -77,6 +77,9 @@
 	X(groups, GAUGE, DERIVED, "groups held under one budget: zswapctl limit --all/--cgroup, followed cgroup limits") \
 	X(group_reclaims, COUNTER, FIELD, "reclaims a group budget or cgroup limit started on one of its processes") \
 	X(pressure_events, COUNTER, FIELD, "memory pressure events: the host's PSI trigger and cgroups'") \
-	X(upgrades, COUNTER, FIELD, "in-place upgrades (SIGUSR2): a new binary took over every page without faulting one back")
+	X(upgrades, COUNTER, FIELD, "in-place upgrades (SIGUSR2): a new binary took over every page without faulting one back") \
+	X(crash_recoveries, COUNTER, FIELD, "starts that took over from a zswapd that died, every page kept") \
+	X(journal_bytes, GAUGE, DERIVED, "bytes of the journal a zswapd started after a crash would read") \
+	X(journal_rewrites, COUNTER, FIELD, "times the journal was written anew from what zswapd holds")
 
 #endif

@@ -233,6 +233,37 @@ static void agent_unmove_vetoed(struct agent *a, uint64_t addr, size_t npages, u
 }
 
 /*
+ * Marks pages just taken out of the app (ZS_READY_MARK): a write-protect
+ * of their now empty page table entries leaves a marker in each, which
+ * stays there until the page is put back, or the app discards it (hazard
+ * 8 in docs/design.md).  A vetoed page went back: it is the app's, and not
+ * marked.
+ */
+static void agent_mark(uint64_t addr, size_t npages, uint32_t slot)
+{
+	const volatile uint8_t *veto = ZS_STAGING_VETO(shim.staging, shim.staging_len / SHIM_PAGE);
+	size_t i = 0, j;
+
+	if (!shim.mark)
+		return;
+	while (i < npages) {
+		if (veto[slot + i]) {
+			i++;
+			continue;
+		}
+		for (j = i; j < npages && !veto[slot + j]; j++)
+			;
+		struct uffdio_writeprotect wp = {
+			.range = { addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE },
+			.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		};
+
+		syscall(SYS_ioctl, shim.uffd, UFFDIO_WRITEPROTECT, &wp);
+		i = j;
+	}
+}
+
+/*
  * Whether scratch slot `slot` holds a page.  Only our moves of this batch
  * fill it (the scratch is dropped after each batch), so a page there was
  * moved, whatever the ioctl said: a move that reported failure but had
@@ -357,6 +388,7 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 		a->scratch_moved += moved / SHIM_PAGE;
 		if (moved > 0) {
 			agent_unmove_vetoed(a, addr, moved / SHIM_PAGE, slot);
+			agent_mark(addr, moved / SHIM_PAGE, slot);
 			if (move_first)
 				agent_copy_moved(a, addr, slot, moved / SHIM_PAGE);
 			return moved / SHIM_PAGE;
@@ -367,6 +399,7 @@ static size_t agent_move(struct agent *a, uint64_t addr, size_t len, uint32_t sl
 					   1, __ATOMIC_RELAXED);
 			a->scratch_moved++;
 			agent_unmove_vetoed(a, addr, 1, slot);
+			agent_mark(addr, 1, slot);
 			if (move_first)
 				agent_copy_moved(a, addr, slot, 1);
 			return 1;
@@ -457,6 +490,7 @@ static void agent_drop(struct agent *a, const struct zs_run *run, size_t end, bo
 				 (uint16_t)(j - i), __ATOMIC_SEQ_CST);
 		syscall(SYS_madvise, (uintptr_t)run->addr + i * SHIM_PAGE, (j - i) * SHIM_PAGE,
 			MADV_DONTNEED);
+		agent_mark(run->addr + i * SHIM_PAGE, j - i, run->staging_slot + (uint32_t)i);
 		i = j;
 	}
 }
@@ -599,6 +633,9 @@ static void *agent_main(void *arg)
 	syscall(SYS_prctl, PR_SET_NAME, "zswap-agent", 0UL, 0UL, 0UL);
 	/* Requests may be minutes apart: no receive timeout from now on. */
 	setsockopt(shim.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (shim.mark)
+		__atomic_store_n(ZS_STAGING_AGENT_MARKS(shim.staging, shim.staging_len / SHIM_PAGE), 1,
+				 __ATOMIC_RELEASE);
 	if (agent_send(ZS_AGENT, 3, &hello, sizeof(hello)) < 0)
 		return NULL;
 	for (;;) {

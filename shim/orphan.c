@@ -41,6 +41,7 @@
 
 #include "compat.h"
 #include "shim.h"
+#include "zswap_proto.h"
 
 /* The lowest address a wake or a probe names: mmap_min_addr's default. */
 #define ORPHAN_LOW 0x10000ull
@@ -232,6 +233,42 @@ void shim_orphan_serve(void)
 	}
 }
 
+/*
+ * zswapd died, and it survives its own death (survive_crash): its pages,
+ * journal and our descriptors are in the fd store, and a new zswapd takes
+ * over.  Until then faults on evicted pages wait, as they would on a busy
+ * zswapd.  The new one writes its pid in staging once it serves us: we
+ * watch it from then on (true).  After reattach_timeout_seconds without
+ * one, or on ZS_BYE (a stop after all), false: settle it as below.
+ */
+static bool orphan_reattach(void)
+{
+	const size_t pages = shim.staging_len / SHIM_PAGE;
+	struct timespec ts = { 0, 10000000 };
+	uint64_t start = shim_now_usec(), wait;
+
+	if (!shim.staging)
+		return false;
+	wait = __atomic_load_n(ZS_STAGING_REATTACH_SEC(shim.staging, pages), __ATOMIC_ACQUIRE) *
+	       1000000ull;
+	while (wait && shim_now_usec() - start < wait &&
+	       __atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_RUNNING) {
+		uint32_t pid = __atomic_load_n(ZS_STAGING_DAEMON(shim.staging, pages),
+					       __ATOMIC_ACQUIRE);
+		int fd;
+
+		if (pid && (int)pid != shim.watch_pid &&
+		    (fd = (int)syscall(SYS_pidfd_open, pid, 0)) >= 0) {
+			syscall(SYS_close, shim.watch_fd);
+			shim.watch_fd = fd;
+			shim.watch_pid = (int)pid;
+			return true;
+		}
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	return false;
+}
+
 static void *shim_watch_main(void *arg)
 {
 	struct pollfd pfd = { .fd = shim.watch_fd, .events = POLLIN };
@@ -240,9 +277,14 @@ static void *shim_watch_main(void *arg)
 
 	(void)arg;
 	syscall(SYS_prctl, PR_SET_NAME, "zswap-watch", 0UL, 0UL, 0UL);
-	while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
-		if (errno != EINTR && errno != EAGAIN)
-			return NULL;
+	for (;;) {
+		while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
+			if (errno != EINTR && errno != EAGAIN)
+				return NULL;
+		if (!orphan_reattach())
+			break;
+		pfd.fd = shim.watch_fd;
+	}
 	/* zswapd has exited.  After a stop it said ZS_BYE first, and the
 	 * agent, reading it, has let the uffd go: nothing to do.  If it died
 	 * before we were registered, there is no uffd to serve either. */

@@ -123,6 +123,7 @@ static int shim_map_staging(int memfd)
 	shim.staging_len = (size_t)ready->staging_pages * SHIM_PAGE;
 	shim.move = ready->flags & ZS_READY_MOVE;
 	shim.follow = ready->flags & ZS_READY_FOLLOW;
+	shim.mark = ready->flags & ZS_READY_MARK;
 	/* + the page of veto bytes */
 	p = mmap(NULL, shim.staging_len + SHIM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (p == MAP_FAILED)
@@ -158,6 +159,7 @@ static int shim_daemon_pidfd(void)
 
 	if (getsockopt(shim.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
 		return -1;
+	shim.watch_pid = cred.pid;
 	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
 }
 

@@ -37,7 +37,9 @@ struct shim {
 	bool debug;	   /* ZSWAP_DEBUG: say what happens on stderr */
 	bool move;	   /* zswapd asked for UFFDIO_MOVE (ZS_READY_MOVE) */
 	bool follow;	   /* run the agent on the app's CPU (ZS_READY_FOLLOW) */
+	bool mark;	   /* mark each page taken out (ZS_READY_MARK) */
 	int watch_fd;	   /* the watcher's pidfd of zswapd, its own; -1: no watcher */
+	int watch_pid;	   /* zswapd's pid, that pidfd's */
 	bool registering;  /* a forked child's registration is under way, atomic */
 	uint32_t agent_state; /* SHIM_AGENT_*, atomic */
 };

@@ -124,6 +124,16 @@
 #          and without, every record checked.  Not in `make bench` (about 5
 #          minutes).  -> pyheap.{json,md}
 #
+# chaos:   zswapd under its keeper (zswapd --supervise) SIGKILLed BENCH_KILLS
+#          (200) times at random moments, 0.1 to 1 s apart, while a process of
+#          S MiB (1024; --quick 256) writes with four threads, reclaims itself
+#          in a loop into a pool of S/4 backed by a swap file, and forks a
+#          child every second that reads its pages; then every byte of it
+#          and of its children checked.  The stall of each kill (kill to the
+#          new zswapd's first answer), the keeper's descriptors before and
+#          after, and what one kill with all S MiB evicted costs the host's
+#          used memory.  Not in `make bench`.  -> chaos.{json,md}
+#
 # BENCH_SIZE_MIB, BENCH_SECONDS, BENCH_WARMUP override the compare sizes
 # (for trying things out; the results say what was used).  BENCH_KEEP=DIR
 # keeps the raw per-case figures there, a directory per part
@@ -149,8 +159,8 @@ for arg in "$@"; do
 	--micro-only) PARTS="$PARTS micro" ;;       # the older spellings
 	--compare-only) PARTS="$PARTS compare" ;;
 	--writeback) PARTS="$PARTS writeback" ;;
-	micro | compare | writeback | workers | redis | memcached | unmap | pairs | squeeze | proactive | scan | pyheap | upgrade) PARTS="$PARTS $arg" ;;
-	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [memcached] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap]" >&2; exit 2 ;;
+	micro | compare | writeback | workers | redis | memcached | unmap | pairs | squeeze | proactive | scan | pyheap | upgrade | chaos) PARTS="$PARTS $arg" ;;
+	*) echo "usage: $0 [--quick] [micro] [compare] [writeback] [workers] [redis] [memcached] [unmap] [pairs] [squeeze] [proactive] [scan] [pyheap] [upgrade] [chaos]" >&2; exit 2 ;;
 	esac
 done
 # make bench: everything; make bench-quick: micro and compare (CI smoke)
@@ -1986,6 +1996,127 @@ PY
 	[ $FAILED -eq 0 ] || { echo "bench: FAILED: an upgrade lost data or did not happen" >&2; return 1; }
 }
 
+# ---------------------------------------------------------------- chaos
+# kept_daemon_pid: the zswapd the keeper KEEPER_PID runs now, if any.
+kept_daemon_pid() { pgrep -P "$KEEPER_PID" -x zswapd || true; }
+
+# chaos_kill: SIGKILL zswapd, wait for its successor to answer; the stall in ms on stdout.
+chaos_kill() {
+	local old n t0 p
+	old=$(kept_daemon_pid)
+	n=$("$B/zswapctl" stats | awk '$1 == "crash_recoveries" { print $2 }')
+	t0=$(date +%s%N)
+	kill -KILL "$old"
+	for _ in $(seq 3000); do
+		p=$(kept_daemon_pid)
+		if [ -n "$p" ] && [ "$p" != "$old" ] && [ "$("$B/zswapctl" stats 2>/dev/null |
+			awk '$1 == "crash_recoveries" { print $2 }')" = $((n + 1)) ]; then
+			echo $((($(date +%s%N) - t0) / 1000000))
+			return 0
+		fi
+		sleep 0.01
+	done
+	return 1
+}
+
+run_chaos() {
+	local kills=${BENCH_KILLS:-200} size=${BENCH_SIZE_MIB:-1024} cmd status=ok fds0 fds1 pid rc
+	[ $QUICK -eq 1 ] && size=${BENCH_SIZE_MIB:-256}
+	[ -x "$B/tests/memtest" ] || make -C "$ROOT" -s BUILD="${BUILD:-build}" "$B/tests/memtest"
+	mkdir -p "$TMP/chaos"
+	printf 'max_pool_bytes = %sM\nswap_file = %s\nswap_file_size = %sM\nidle_evict_seconds = 0\n' \
+		$((size / 4)) "$WBFILE" $((size * 2)) >"$TMP/chaos.conf"
+	echo "bench: chaos: $kills kills, $size MiB" >&2
+	"$B/zswapd" --supervise -f -s "$ZSWAP_SOCKET" -c "$TMP/chaos.conf" 2>"$TMP/chaos/daemon.log" 9>&- &
+	KEEPER_PID=$!
+	state_add "pid $KEEPER_PID $B/zswapd"
+	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && break; sleep 0.05; done
+	# What one kill costs the host with all of it evicted: nothing comes back.
+	LD_PRELOAD=$B/libzswap.so "$B/tests/memtest" wait-signal "$size" >"$TMP/chaos/wait.out" 9>&- &
+	pid=$!
+	for _ in $(seq 1200); do grep -q evicted "$TMP/chaos/wait.out" && break; sleep 0.1; done
+	"$B/zswapctl" stats >"$TMP/chaos/restart.stats"
+	used_sampler "$TMP/chaos/restart.used" 9>&- &
+	KPID=$!
+	sleep 1
+	echo "restart_stall_ms $(chaos_kill)" >"$TMP/chaos/figures" || status="no take-over"
+	sleep 1
+	kill "$KPID"; wait "$KPID" 2>/dev/null || true; KPID=
+	kill -USR1 $pid; wait $pid || status="the evicted process read a wrong page"
+	# The chaos itself.
+	CHAOS_FORK_MS=1000 LD_PRELOAD=$B/libzswap.so "$B/tests/memtest" chaos "$size" \
+		>"$TMP/chaos/chaos.out" 2>"$TMP/chaos/chaos.err" 9>&- &
+	pid=$!
+	state_add "pid $pid $B/tests/memtest"
+	for _ in $(seq 1200); do grep -q ready "$TMP/chaos/chaos.out" && break; sleep 0.1; done
+	sleep 5
+	fds0=$(ls /proc/$KEEPER_PID/fd | wc -l)
+	: >"$TMP/chaos/stalls"
+	for k in $(seq "$kills"); do
+		sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.1 + 0.9 * r / 32767 }')"
+		chaos_kill >>"$TMP/chaos/stalls" || { status="no take-over after kill $k"; break; }
+	done
+	sleep 2
+	kill -USR1 $pid
+	rc=0; wait $pid || rc=$?
+	state_drop_pid "$pid"
+	[ $rc -eq 0 ] || status="memtest chaos exited $rc"
+	sleep 1
+	fds1=$(ls /proc/$KEEPER_PID/fd | wc -l)
+	kill -TERM "$(kept_daemon_pid)"
+	wait "$KEEPER_PID" || status="zswapd stopped with $?"
+	state_drop_pid "$KEEPER_PID"
+	echo "keeper_fds $fds0 $fds1" >>"$TMP/chaos/figures"
+	echo "status $status" >>"$TMP/chaos/figures"
+	cmd=$(bench_command "$@")
+	python3 - "$TMP/chaos" "$OUT" "$host" "$cmd" "$stamp" "$size" "$kills" <<'PY'
+import json, os, re, statistics, sys
+d, out, host, cmd, stamp, size, kills = sys.argv[1:]
+f = {}
+for l in open(os.path.join(d, "figures")):
+    k, v = l.split(None, 1)
+    f[k] = v.strip()
+stalls = sorted(int(x) for x in open(os.path.join(d, "stalls")) if x.strip())
+q = lambda p: stalls[min(len(stalls) - 1, int(round(p * (len(stalls) - 1))))]
+rows = [tuple(map(int, l.split())) for l in open(os.path.join(d, "restart.used")) if len(l.split()) == 2]
+base = statistics.median(r[1] for r in rows[:200])
+rise = max(r[1] for r in rows) - base
+st = dict(l.split()[:2] for l in open(os.path.join(d, "restart.stats")) if len(l.split()) >= 2)
+chaos = open(os.path.join(d, "chaos.out")).read()
+m = re.search(r"chaos: (\d+) children: (\d+) read their pages, (\d+) ended loudly, (\d+) read a "
+              r"wrong page; (\d+) reclaims; (\d+) of (\d+) pages wrong", chaos)
+fds = f["keeper_fds"].split()
+res = {"host": host, "command": cmd, "date": stamp, "size_mib": int(size), "kills": len(stalls),
+       "kills_asked": int(kills), "stall_ms": {"p50": q(0.5), "p99": q(0.99), "max": stalls[-1]},
+       "children": int(m.group(1)) if m else None, "children_ok": int(m.group(2)) if m else None,
+       "ended_loudly": int(m.group(3)) if m else None, "wrong": int(m.group(4)) if m else None,
+       "pages_wrong": int(m.group(6)) if m else None, "pages": int(m.group(7)) if m else None,
+       "reclaims": int(m.group(5)) if m else None,
+       "keeper_fds_before": int(fds[0]), "keeper_fds_after": int(fds[1]),
+       "restart_evicted_pages": int(st["stored_pages"]), "restart_used_rise_kb": int(rise),
+       "restart_stall_ms": int(f.get("restart_stall_ms", -1)), "status": f["status"]}
+json.dump(res, open(os.path.join(out, "chaos.json"), "w"), indent=1)
+with open(os.path.join(out, "chaos.md"), "w") as o:
+    o.write("# zswapd killed again and again\n\n%s; %s MiB process, pool %d MiB + swap file; "
+            "command: `%s`\n\n" % (host, size, int(size) // 4, cmd))
+    o.write("| | |\n|---|---|\n")
+    o.write("| kills (SIGKILL, 0.1-1 s apart) | %d |\n" % res["kills"])
+    o.write("| stall of each kill (kill to the new zswapd's first answer) | p50 %d ms, p99 %d ms, max %d ms |\n"
+            % (q(0.5), q(0.99), stalls[-1]))
+    if m:
+        o.write("| children forked (one a second), each reading its pages | %s, %s right, %s ended, %s wrong |\n"
+                % (m.group(1), m.group(2), m.group(3), m.group(4)))
+        o.write("| pages of the process checked at the end | %s, %s wrong |\n" % (m.group(7), m.group(6)))
+        o.write("| reclaims completed meanwhile | %s |\n" % m.group(5))
+    o.write("| the keeper's descriptors, before the kills and after | %s, %s |\n" % (fds[0], fds[1]))
+    o.write("| one kill with %d pages evicted: the host's used memory, peak rise | %d MiB (%.1f%% of the evicted) |\n"
+            % (res["restart_evicted_pages"], rise // 1024, 100.0 * rise / (res["restart_evicted_pages"] * 4)))
+    o.write("| ... its stall | %d ms |\n\nStatus: %s.\n" % (res["restart_stall_ms"], res["status"]))
+print(open(os.path.join(out, "chaos.md")).read())
+PY
+	[ "$status" = ok ] || { echo "bench: FAILED: $status" >&2; tail -n 20 "$TMP/chaos/daemon.log" >&2; return 1; }
+}
+
 # ---------------------------------------------------------------- pyheap
 # run_pyheap_case NAME MODE [CONF]: tests/bench/pyheap.py under MODE at the
 # budget PBUDGET, raw figures left in $CASE for report.py --pyheap.
@@ -2165,4 +2296,5 @@ if want proactive; then run_proactive "$@"; fi
 if want scan; then run_scan "$@"; fi
 if want pyheap; then run_pyheap "$@"; fi
 if want upgrade; then run_upgrade "$@"; fi
+if want chaos; then run_chaos "$@"; fi
 exit 0

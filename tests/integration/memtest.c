@@ -1417,6 +1417,83 @@ static int t_orphan(int argc, char **argv)
 }
 
 /*
+ * The same load for a zswapd that survives its death (survive_crash, under
+ * a keeper): the test SIGKILLs it again and again, a new one takes over
+ * each time.  The reclaimer goes on through each death (a request cut
+ * short fails, the next waits for the new zswapd); children are forked
+ * every CHAOS_FORK_MS (default 200).  After SIGUSR1 every page of parent
+ * and children must read right, and nothing may have ended loudly: a
+ * crash costs a wait, never a process.
+ */
+static atomic_bool chaos_stop;
+static atomic_ulong chaos_reclaims;
+
+static void *chaos_reclaimer(void *arg)
+{
+	struct timespec ts = { 0, 20000000 };
+
+	(void)arg;
+	while (!atomic_load(&chaos_stop)) {
+		if (reclaim_self(16 * MIB) < 0)
+			nanosleep(&ts, NULL); /* zswapd died mid-request: the next one answers */
+		else
+			atomic_fetch_add(&chaos_reclaims, 1);
+	}
+	return NULL;
+}
+
+static int t_chaos(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	size_t npages = mib * MIB / PAGE, bad = 0;
+	const char *env = getenv("CHAOS_FORK_MS");
+	unsigned fork_ms = env ? (unsigned)strtoul(env, NULL, 10) : 200;
+	unsigned forks = 0, ok = 0, loud = 0, wrong = 0;
+	pthread_t th[NWRITERS + 1];
+	int status;
+	pid_t c;
+
+	signal(SIGUSR1, on_usr1);
+	tw_npages = npages / 2;
+	tw_mem = map_anon(npages * PAGE);
+	tw_shadow = calloc(tw_npages * NWRITERS, sizeof(uint64_t));
+	fill(tw_mem, npages, 21);
+	for (unsigned t = 0; t < NWRITERS; t++)
+		pthread_create(&th[t], NULL, tw_writer, (void *)(uintptr_t)t);
+	pthread_create(&th[NWRITERS], NULL, chaos_reclaimer, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	while (!got_usr1) {
+		c = fork();
+		if (c == 0)
+			orphan_child(npages);
+		forks += c > 0;
+		usleep(fork_ms * 1000);
+		while ((c = waitpid(-1, &status, WNOHANG)) > 0)
+			orphan_reap(status, &ok, &loud, &wrong);
+	}
+	atomic_store(&tw_stop, true);
+	atomic_store(&chaos_stop, true);
+	for (unsigned t = 0; t <= NWRITERS; t++)
+		pthread_join(th[t], NULL);
+	while (waitpid(-1, &status, 0) > 0)
+		orphan_reap(status, &ok, &loud, &wrong);
+	for (size_t p = 0; p < npages; p++) {
+		if (!tw_page_ok(p, 21)) {
+			if (bad < 5)
+				fprintf(stderr, "chaos: page %zu differs\n", p);
+			bad++;
+		}
+	}
+	printf("chaos: %u children: %u read their pages, %u ended loudly, %u read a wrong page; "
+	       "%lu reclaims; %zu of %zu pages wrong\n",
+	       forks, ok, loud, wrong, atomic_load(&chaos_reclaims), bad, npages);
+	CHECK(wrong == 0 && loud == 0, "%u children read a wrong page, %u ended loudly", wrong, loud);
+	CHECK(bad == 0, "%zu pages differ", bad);
+	return failures ? 1 : 0;
+}
+
+/*
  * A child forked while it cannot reach zswapd (the test moved the socket
  * away): it never gets the copy of its uffd that zswapd hands a child it
  * pairs with, so zswapd holds the only one, and had zswapd died then, the
@@ -1561,6 +1638,7 @@ int main(int argc, char **argv)
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 		{ "orphan", t_orphan },	  { "scan", t_scan },
+		{ "chaos", t_chaos },
 		{ "fork-unclaimed", t_fork_unclaimed },
 	};
 

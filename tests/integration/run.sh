@@ -124,7 +124,7 @@ run() {
 	else
 		FAIL=$((FAIL + 1)); echo "FAIL"
 		pkill -KILL -f "^$B/tests/" 2>/dev/null # what the failed test left running
-		sed 's/^/    | /' "$TMP/$name.out" | tail -n 40
+		sed "s/^/    | /" "$TMP/$name.out" | tail -n "${TAIL_LINES:-40}"
 		echo "    | --- daemon log:"; tail -n 20 "$TMP/daemon.log" | sed 's/^/    | /'
 	fi
 }
@@ -2007,6 +2007,255 @@ t_daemon_killed_busy() {
 	echo "result: ${KILL_ROUNDS:-6} kills, $aborted aborted at an evicted page, none hung or read zeros; $stuck of its forked children left hanging (ended)"
 }
 
+# ---- surviving zswapd's own death (survive_crash, under a keeper) ----
+
+kpid() { cat "$TMP/kpid" 2>/dev/null; }
+
+# start_kept [zswapd args...]: the daemon under its keeper (zswapd --supervise), the
+# stand-in for systemd's fd store: it keeps what the daemon stores, and starts it again
+# when it dies.  dpid is the daemon's pid, kpid the keeper's.
+start_kept() {
+	local wrapper k p
+	: >"$TMP/daemon.log"
+	rm -f "$TMP/daemon.rc" "$TMP/dpid" "$TMP/kpid"
+	( set +e; zswapd_bin --supervise -f -c "$TMP/zswapd.conf" "$@" 2>>"$TMP/daemon.log"
+	  echo $? >"$TMP/daemon.rc" ) &
+	wrapper=$!
+	for _ in $(seq 200); do
+		k=$(pgrep -P "$wrapper" | head -n1)
+		p=$([ -n "$k" ] && pgrep -P "$k" -x zswapd || true)
+		if [ -n "$p" ] && [ -S "$ZSWAP_SOCKET" ] && "$CTL" stats >/dev/null 2>&1; then
+			echo "$k" >"$TMP/kpid"
+			echo "$p" >"$TMP/dpid"
+			return 0
+		fi
+		[ -e "$TMP/daemon.rc" ] && break
+		sleep 0.05
+	done
+	log "zswapd did not start under its keeper:"; cat "$TMP/daemon.log" >&2
+	return 1
+}
+
+# restart_kept LINES...: the suite's daemon stopped; one under a keeper with these config lines.
+restart_kept() {
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	printf '%s\n' "$@" >>"$TMP/zswapd.conf"
+	start_kept
+}
+
+# kill_kept: SIGKILLs the daemon and waits for the one its keeper starts to have taken
+# over (crash_recoveries one more); the milliseconds from the kill to its first answer
+# go to $TMP/stalls.
+kill_kept() {
+	local old n p t0 t1
+	old=$(dpid)
+	n=$(stat_of crash_recoveries)
+	t0=$(date +%s%N)
+	kill -KILL "$old"
+	for _ in $(seq 800); do
+		p=$(pgrep -P "$(kpid)" -x zswapd || true)
+		if [ -n "$p" ] && [ "$p" != "$old" ] &&
+		   [ "$(stat_of crash_recoveries 2>/dev/null)" = $((n + 1)) ]; then
+			t1=$(date +%s%N)
+			echo $(((t1 - t0) / 1000000)) >>"$TMP/stalls"
+			echo "$p" >"$TMP/dpid"
+			return 0
+		fi
+		sleep 0.02
+	done
+	log "no zswapd took over after the kill of $old"
+	[ -n "$p" ] && { log "zswapd $p: $(cat /proc/"$p"/wchan)"; cat /proc/"$p"/stack >&2; } || true
+	return 1
+}
+
+# The stalls kill_kept measured: "N kills, p50 X ms, p99 Y ms, max Z ms".
+stall_figures() {
+	sort -n "$TMP/stalls" | awk '{ v[NR] = $1 } END {
+		p50 = v[int((NR + 1) / 2)]; p99 = v[int(NR * 0.99 + 0.999)]
+		printf "%d kills, stall p50 %d ms, p99 %d ms, max %d ms", NR, p50, p99, v[NR] }'
+}
+
+# settle: until writeback has stopped (swap_used_bytes unchanged for half a second).
+settle() {
+	local a b
+	for _ in $(seq 40); do
+		a=$(stat_of swap_used_bytes)
+		sleep 0.5
+		b=$(stat_of swap_used_bytes)
+		[ "$a" = "$b" ] && return 0
+	done
+	return 1
+}
+
+t_crash() {
+	# zswapd SIGKILLed with pages in its pool and its swap file, a process and one that
+	# forked a child sharing its pages: the zswapd its keeper starts takes every page
+	# over, faults none back, and every level is as it was; every byte comes back.
+	# (no recompressor: what it would do after the take-over is not a level that changed)
+	restart_kept "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M" \
+		"recompressor = none"
+	local a b k
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/crash_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/crash_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/crash_a.out" && grep -q evicted "$TMP/crash_b.out" && break
+		sleep 0.05
+	done
+	sleep 0.5 # the child's registration
+	settle
+	"$CTL" stats >"$TMP/crash.before"
+	"$CTL" list >"$TMP/crash.list.before"
+	[ "$(stat_in "$TMP/crash.before" written_back_pages)" -gt 1000 ] # some on disk
+	k=$(kpid)
+	kill_kept
+	[ "$(kpid)" = "$k" ]
+	"$CTL" stats >"$TMP/crash.after"
+	"$CTL" list >"$TMP/crash.list.after"
+	cat "$TMP/crash.list.after"
+	for s in stored_pages compressed_bytes same_filled_pages swap_used_bytes \
+		 stored_incompressible_pages; do
+		[ "$(stat_in "$TMP/crash.before" $s)" = "$(stat_in "$TMP/crash.after" $s)" ] ||
+			{ log "$s: $(stat_in "$TMP/crash.before" $s) before, $(stat_in "$TMP/crash.after" $s) after"; false; }
+	done
+	# Per process: pid and evicted pages, as before.
+	diff <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.before" | sort) \
+	     <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.after" | sort)
+	[ "$(stat_in "$TMP/crash.after" loads)" -lt 16 ] # nothing faulted back
+	grep -q "took over 3 processes" "$TMP/daemon.log"
+	# Killed again right away, before it wrote anything of its own: the same.
+	kill_kept
+	[ "$(stat_of stored_pages)" = "$(stat_in "$TMP/crash.before" stored_pages)" ]
+	# Upgraded in place, then killed: what the new binary stored is what counts.
+	settle
+	"$CTL" stats >"$TMP/crash.before"
+	"$CTL" upgrade
+	echo "$(pgrep -P "$(kpid)" -x zswapd)" >"$TMP/dpid"
+	kill_kept
+	[ "$(stat_of stored_pages)" = "$(stat_in "$TMP/crash.before" stored_pages)" ]
+	"$CTL" list >"$TMP/crash.list.after"
+	diff <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.before" | sort) \
+	     <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.after" | sort)
+	kill -USR1 $a $b
+	wait $a
+	wait $b
+	[ "$(stat_of stored_pages)" = 0 ]
+	stop_daemon
+	grep -q "took over" "$TMP/daemon.log"
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
+t_crash_exited() {
+	# A process that exits while zswapd is dead is not taken over: its pages and pool
+	# objects go (its pidfd says so, whatever process has its pid by then).
+	restart_kept
+	local a b
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/cx_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 16 >"$TMP/cx_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/cx_a.out" && grep -q evicted "$TMP/cx_b.out" && break
+		sleep 0.05
+	done
+	kill -STOP "$(kpid)" # nobody starts zswapd again for now
+	kill -KILL "$(dpid)"
+	kill -KILL $a
+	wait $a || true
+	kill -CONT "$(kpid)"
+	for _ in $(seq 400); do [ "$(stat_of crash_recoveries 2>/dev/null)" = 1 ] && break; sleep 0.05; done
+	pgrep -P "$(kpid)" -x zswapd >"$TMP/dpid"
+	"$CTL" list
+	[ "$("$CTL" list | awk 'NR > 1' | wc -l)" = 1 ]
+	"$CTL" list | grep -q "^ *$b "
+	kill -USR1 $b
+	wait $b
+	[ "$(stat_of stored_pages)" = 0 ]
+	[ "$(stat_of compressed_bytes)" = 0 ]
+	stop_daemon
+	start_daemon
+}
+
+t_crash_chaos() {
+	# zswapd SIGKILLed at random moments, again and again, while a process writes with
+	# four threads, reclaims itself in a loop and forks a child every 200 ms that reads
+	# its pages: nothing may end, hang or read a wrong page.  The long run:
+	# tests/bench/run.sh chaos.
+	restart_kept "max_pool_bytes = 16M" "swap_file = $TMP/swap" "swap_file_size = 128M"
+	local pid rc fds0 fds1 kills=${CHAOS_KILLS:-20}
+	: >"$TMP/stalls"
+	LD_PRELOAD=$SHIM "$MEMTEST" chaos 64 >"$TMP/chaos.out" 2>"$TMP/chaos.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -q ready "$TMP/chaos.out" && break; sleep 0.05; done
+	sleep 1
+	fds0=$(ls /proc/"$(kpid)"/fd | wc -l)
+	for _ in $(seq "$kills"); do
+		sleep "0.$((RANDOM % 9 + 1))"
+		kill_kept
+	done
+	sleep 1
+	kill -USR1 $pid || { cat "$TMP/chaos.out" "$TMP/chaos.err"; false; }
+	if ! wait_gone $pid 120; then
+		grep -H . /proc/$pid/task/*/wchan >&2 || true
+		kill -KILL $pid
+		false
+	fi
+	rc=0; wait $pid || rc=$?
+	cat "$TMP/chaos.out"
+	grep -v "connect to zswapd" "$TMP/chaos.err" | tail -n 5
+	[ $rc -eq 0 ]
+	# What the keeper holds: the daemon's own, and each live process's four.
+	sleep 0.5
+	fds1=$(ls /proc/"$(kpid)"/fd | wc -l)
+	log "keeper descriptors: $fds0 before the kills, $fds1 after"
+	[ "$fds1" -le $((fds0 + 4)) ]
+	! grep -q "named by no entry\|poisoned" "$TMP/daemon.log"
+	echo "result: $(stall_figures), $(grep -o '[0-9]* children' "$TMP/chaos.out") all right"
+	stop_daemon
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
+t_reattach_timeout() {
+	# zswapd dies and none comes back, its store alive (its keeper stopped): a process
+	# touching an evicted page waits, and after reattach_timeout_seconds aborts, saying
+	# why, rather than hang or read zeros.  Had the store died too, its connection
+	# would close, and it would abort at once: nothing can come back then.
+	restart_kept "reattach_timeout_seconds = 2"
+	local pid rc t0 t1
+	LD_PRELOAD=$SHIM "$MEMTEST" evict-then-touch 16 >"$TMP/rt.out" 2>"$TMP/rt.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/rt.out" && break; sleep 0.05; done
+	kill -STOP "$(kpid)"
+	kill -KILL "$(dpid)"
+	t0=$(date +%s%N)
+	kill -USR1 $pid
+	rc=0; wait $pid || rc=$?
+	t1=$(date +%s%N)
+	cat "$TMP/rt.err"
+	[ $rc -eq $((128 + 6)) ]
+	grep -q "aborting rather than letting it read zeros" "$TMP/rt.err"
+	log "aborted $(((t1 - t0) / 1000000)) ms after the kill"
+	[ $(((t1 - t0) / 1000000)) -ge 1500 ] # it waited for a zswapd first
+	kill -CONT "$(kpid)"
+	for _ in $(seq 200); do [ "$(stat_of crash_recoveries 2>/dev/null)" = 1 ] && break; sleep 0.05; done
+	pgrep -P "$(kpid)" -x zswapd >"$TMP/dpid"
+	[ "$(stat_of stored_pages)" = 0 ] # its pages went with it
+	stop_daemon
+	start_daemon
+}
+
+t_keeper() {
+	# The keeper speaks systemd's fd-store protocol (FDSTORE=1, FDNAME=, FDPOLL=,
+	# FDSTOREREMOVE=1; LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID back) and restarts as
+	# systemd's Restart=on-failure does: checked against a fake daemon.
+	command -v python3 >/dev/null || skip "python3 not installed"
+	python3 "$ROOT/tests/integration/keeper_test.py" "$B/zswapd"
+}
+
 # ---- main ----
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -2096,6 +2345,11 @@ run upgrade_soak t_upgrade_soak
 run upgrade_killed t_upgrade_killed
 run upgrade_v1 t_upgrade_v1
 run upgrade_redis t_upgrade_redis
+run keeper t_keeper
+run crash t_crash
+run crash_exited t_crash_exited
+run crash_chaos t_crash_chaos
+run reattach_timeout t_reattach_timeout
 
 if ! stop_daemon; then
 	echo "zswapd did not stop cleanly at the end"

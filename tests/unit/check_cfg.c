@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 29 /* fields of struct cfg, one key each */
+#define NKEYS 31 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {

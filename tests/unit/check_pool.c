@@ -976,6 +976,79 @@ static struct pool *adopt_copy(struct pool *from, const struct obj *o, uint32_t 
  * the same sizes; and it goes on as a pool, allocations finding the free
  * slots, handles and chunks between the objects without overlapping one.
  */
+/*
+ * A zswapd killed: a new one gets the arena and the handle table back from
+ * the fd store and finds every object at its handle, with no cache left
+ * behind (the dead one's empty slabs go), and the pool works on.
+ */
+START_TEST(test_recover)
+{
+	struct obj *o = calloc(2 * NR_ADOPT, sizeof(*o));
+	int fd, hfd;
+	uint64_t stored;
+	struct pool *a, *b;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(pool_new(&a), 0);
+	rng_state = 7;
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		obj_alloc(a, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		if (rng_next() % 3 == 0)
+			obj_release(a, &o[i]);
+	pool_compact_some(a, 300); /* moved objects: the table says where */
+	stored = pool_stored_bytes(a);
+	fd = dup(pool_fd(a));
+	hfd = dup(pool_handles_fd(a));
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(hfd, 0);
+	pool_free(a); /* as dead as a zswapd can be: only the store's copies remain */
+	ck_assert_int_eq(pool_recover(fd, hfd, &b), 0);
+	close(hfd);
+	ck_assert_uint_eq(pool_stored_bytes(b), stored);
+	ck_assert_uint_eq(arena_bytes_held(b) <= pool_total_size(b), true);
+	for (uint32_t i = 0; i < NR_ADOPT; i++)
+		if (o[i].live)
+			obj_check_quiet(b, &o[i], false);
+	for (uint32_t i = NR_ADOPT; i < 2 * NR_ADOPT; i++)
+		obj_alloc(b, &o[i], i, rng_range(1, ZS_PAGE_SIZE));
+	for (uint32_t i = 0; i < 2 * NR_ADOPT; i++)
+		if (o[i].live)
+			obj_check_quiet(b, &o[i], false);
+	for (uint32_t i = 0; i < 2 * NR_ADOPT; i++)
+		if (o[i].live)
+			obj_release(b, &o[i]);
+	assert_trims_to_nothing(b);
+	ck_assert_uint_eq(arena_bytes_held(b), 0);
+	pool_free(b);
+	free(o);
+}
+END_TEST
+
+/* A table that names a slot twice, or a size its slab does not hold, is refused. */
+START_TEST(test_recover_refuses_corrupt)
+{
+	uint64_t h1, h2;
+	struct pool *a, *b = NULL;
+	int fd, hfd;
+	uint64_t e;
+
+	ck_assert_int_eq(pool_new(&a), 0);
+	ck_assert_int_eq(pool_alloc(a, 100, &h1), 0);
+	ck_assert_int_eq(pool_alloc(a, 100, &h2), 0);
+	fd = dup(pool_fd(a));
+	hfd = dup(pool_handles_fd(a));
+	/* h2's entry made a copy of h1's: one slot, two handles. */
+	ck_assert_int_eq(pread(hfd, &e, sizeof(e), (off_t)(h1 * sizeof(e))), (ssize_t)sizeof(e));
+	ck_assert_int_eq(pwrite(hfd, &e, sizeof(e), (off_t)(h2 * sizeof(e))), (ssize_t)sizeof(e));
+	pool_free(a);
+	ck_assert_int_eq(pool_recover(fd, hfd, &b), -EPROTO);
+	ck_assert_ptr_null(b);
+	close(fd);
+	close(hfd);
+}
+END_TEST
+
 START_TEST(test_adopt)
 {
 	struct obj *o = calloc(2 * NR_ADOPT, sizeof(*o));
@@ -1414,6 +1487,8 @@ static Suite *pool_suite(bool can_fork)
 	tcase_add_test(tc, test_slab_cache);
 	tcase_add_test(tc, test_arena_gives_back);
 	tcase_add_test(tc, test_adopt);
+	tcase_add_test(tc, test_recover);
+	tcase_add_test(tc, test_recover_refuses_corrupt);
 	tcase_add_test(tc, test_place_refused);
 	tcase_add_test(tc, test_populate);
 	tcase_set_timeout(tc, 60);

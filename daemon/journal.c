@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * journal.c - appends what changes to the journal (journal.h), and writes
+ * a new one, checkpoint first, once appends have made it long.
+ *
+ * An append is a memcpy into the mapped memfd: no system call on the
+ * fault path, and durable the moment it is written, since the memfd's
+ * pages are the store's as much as ours.  Nothing here can fail the
+ * caller: a journal that cannot grow (no memory) is dropped, said once,
+ * and zswapd goes on without surviving its own death (the processes then
+ * see it die as before: shim/orphan.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "comp.h"
+#include "fdstore.h"
+#include "idx.h"
+#include "journal.h"
+#include "log.h"
+#include "pool.h"
+
+struct journal {
+	int fd;
+	uint8_t *base;
+	uint64_t mapped; /* bytes mapped, and the memfd's size */
+	uint64_t tail;	 /* where the next record goes */
+	uint64_t gen;
+	uint64_t checkpoint_end; /* tail when the checkpoint was written */
+};
+
+static const char *const journal_fd_what[JOURNAL_FD_N] = { "uffd", "pidfd", "staging", "conn" };
+
+void journal_fd_name(uint64_t key, enum journal_fd what, char *buf, size_t len)
+{
+	snprintf(buf, len, "t%llu.%s", (unsigned long long)key, journal_fd_what[what]);
+}
+
+static void journal_name(uint64_t gen, char *buf, size_t len)
+{
+	snprintf(buf, len, "journal.%llu", (unsigned long long)gen);
+}
+
+static void journal_free(struct journal *j)
+{
+	if (!j)
+		return;
+	if (j->base)
+		munmap(j->base, j->mapped);
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+}
+
+static int journal_grow(struct journal *j, uint64_t need)
+{
+	uint64_t bytes = j->mapped;
+	void *p;
+
+	while (bytes < need)
+		bytes *= 2;
+	if (bytes > JOURNAL_MAX_BYTES)
+		return -EFBIG;
+	if (ftruncate(j->fd, (off_t)bytes) < 0)
+		return -errno;
+	p = mremap(j->base, j->mapped, bytes, MREMAP_MAYMOVE);
+	if (p == MAP_FAILED)
+		return -errno;
+	j->base = p;
+	j->mapped = bytes;
+	return 0;
+}
+
+/* One record, its payload in two parts (the second may be empty). */
+static int journal_put(struct journal *j, enum jr_type type, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	size_t len = alen + blen;
+	uint64_t end = j->tail + sizeof(struct jr_rec) + ((len + 7) & ~(size_t)7);
+	struct jr_rec *rec;
+	int r;
+
+	/* Room for a zero header after it too: replay stops there. */
+	if (end + sizeof(struct jr_rec) > j->mapped) {
+		r = journal_grow(j, end + sizeof(struct jr_rec));
+		if (r < 0)
+			return r;
+	}
+	rec = (struct jr_rec *)(j->base + j->tail);
+	rec->len = (uint32_t)len;
+	memcpy(rec + 1, a, alen);
+	if (blen)
+		memcpy((uint8_t *)(rec + 1) + alen, b, blen);
+	/* Last, after the payload: a record half written reads as the end. */
+	__atomic_store_n(&rec->type, (uint16_t)type, __ATOMIC_RELEASE);
+	j->tail = end;
+	return 0;
+}
+
+static void journal_lost(struct daemon *d, int err)
+{
+	log_error_errno(err, "The journal cannot grow (%m): from now on processes do not "
+			     "survive zswapd's death");
+	journal_close(d);
+}
+
+static void journal_append(struct daemon *d, enum jr_type type, const void *a, size_t alen,
+			   const void *b, size_t blen)
+{
+	int r;
+
+	if (!d->journal)
+		return;
+	r = journal_put(d->journal, type, a, alen, b, blen);
+	if (r < 0)
+		journal_lost(d, r);
+}
+
+static void journal_pack_entry(const struct entry *e, struct jr_entry *je)
+{
+	*je = (struct jr_entry){ .kind = e->kind, .where = e->where, .recomp = e->recomp,
+				 .len = e->len, .stored_at = e->stored_at, .val = e->val,
+				 .disk = e->disk };
+	/* One being written back is still in the pool: its block is not its own yet. */
+	if (e->where == ENTRY_WRITING) {
+		je->where = ENTRY_IN_POOL;
+		je->disk = 0;
+	}
+}
+
+static void journal_pack_target(const struct target *t, struct jr_target *jt)
+{
+	*jt = (struct jr_target){
+		.key = t->key, .pid = t->pid, .uid = t->uid, .features = t->features,
+		.beacon = t->beacon, .staging_pages = t->staging_pages, .agent_tid = t->agent_tid,
+		.nexcl = t->nexcl, .forked = t->forked, .limit_set = t->limit_set,
+		.has_conn = t->conn != NULL, .limit_bytes = t->limit_bytes,
+		.scan_cursor = t->scan_cursor, .started_usec = t->started_usec,
+		.stores = t->stores, .loads = t->loads, .invalidates = t->invalidates,
+		.stored_bytes = t->stored_bytes, .refused = t->refused,
+	};
+	memcpy(jt->comm, t->comm, sizeof(jt->comm));
+	memcpy(jt->excl, t->excl, sizeof(jt->excl));
+}
+
+static int journal_put_target(struct journal *j, const struct target *t)
+{
+	struct jr_target jt;
+
+	journal_pack_target(t, &jt);
+	return journal_put(j, JR_TARGET, &jt, sizeof(jt), NULL, 0);
+}
+
+static int journal_put_batch(struct journal *j, const struct target *t, const struct batch *b,
+			     uint32_t flags)
+{
+	struct jr_batch jb = { .key = t->key, .id = b->id, .nruns = b->nruns, .flags = flags };
+
+	for (uint32_t f = 0; f < b->nforks; f++)
+		if (b->forks[f]->journaled)
+			jb.forks[jb.nforks++] = b->forks[f]->key;
+	return journal_put(j, JR_BATCH, &jb, sizeof(jb), b->runs, b->nruns * sizeof(*b->runs));
+}
+
+struct journal_walk {
+	struct journal *j;
+	uint64_t key;
+};
+
+static int journal_put_page(uint64_t pgno, void *val, void *arg)
+{
+	struct journal_walk *w = arg;
+	struct jr_store js = { .key = w->key, .pgno = pgno, .ekey = (uint64_t)(uintptr_t)val };
+
+	journal_pack_entry(val, &js.e);
+	return journal_put(w->j, JR_STORE, &js, sizeof(js), NULL, 0);
+}
+
+static uint32_t journal_batch_flags(const struct batch *b)
+{
+	return (b->move_first ? ZS_EVICT_MOVE_FIRST : 0) | (b->no_unshare ? ZS_EVICT_NO_UNSHARE : 0);
+}
+
+/* Every journaled target, its pages and its batch in flight: the state, as records. */
+static int journal_checkpoint(struct daemon *d, struct journal *j)
+{
+	int r = 0;
+
+	for (struct target *t = d->targets; t && r == 0; t = t->next)
+		if (t->journaled && !t->dead)
+			r = journal_put_target(j, t);
+	for (struct target *t = d->targets; t && r == 0; t = t->next) {
+		struct journal_walk w = { j, t->key };
+
+		if (!t->journaled || t->dead)
+			continue;
+		r = idx_walk(t->idx, 0, IDX_PGNO_MAX, journal_put_page, &w);
+		if (r == 0 && t->batch)
+			r = journal_put_batch(j, t, t->batch, journal_batch_flags(t->batch));
+		if (r == 0 && t->batch && t->batch->dropped) {
+			struct jr_batch_end je = { t->key, t->batch->id };
+
+			r = journal_put(j, JR_BATCH_DONE, &je, sizeof(je), NULL, 0);
+		}
+	}
+	return r;
+}
+
+static void journal_fill_header(struct daemon *d, struct journal *j)
+{
+	struct jr_header *h = (struct jr_header *)j->base;
+
+	memcpy(h->magic, JOURNAL_MAGIC, sizeof(h->magic));
+	h->version = JOURNAL_VERSION;
+	h->page_size = ZS_PAGE_SIZE;
+	h->gen = j->gen;
+	h->handles_gen = d->handles_gen;
+	h->evict_batch_pages = d->cfg.evict_batch_pages;
+	snprintf(h->compressor, sizeof(h->compressor), "%s", comp_name(d->cfg.compressor));
+	if (d->recomp)
+		snprintf(h->recompressor, sizeof(h->recompressor), "%s",
+			 comp_name((enum comp_alg)d->cfg.recompressor));
+	if (wb_fd(d) >= 0) {
+		memcpy(h->swap_file, d->cfg.swap_file, sizeof(h->swap_file));
+		h->swap_file_size = d->cfg.swap_file_size;
+	}
+	memcpy(h->socket, d->cfg.socket, sizeof(h->socket));
+	h->recoveries = d->st.crash_recoveries;
+}
+
+/* A new journal of generation gen, the checkpoint written, complete. */
+static int journal_write(struct daemon *d, uint64_t gen, struct journal **ret)
+{
+	struct journal *j = calloc(1, sizeof(*j));
+	int r;
+
+	if (!j)
+		return -ENOMEM;
+	j->gen = gen;
+	j->mapped = JOURNAL_FIRST_BYTES;
+	j->fd = memfd_create("zswapd-journal", MFD_CLOEXEC);
+	if (j->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (ftruncate(j->fd, (off_t)j->mapped) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	j->base = mmap(NULL, j->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
+	if (j->base == MAP_FAILED) {
+		j->base = NULL;
+		r = -errno;
+		goto fail;
+	}
+	journal_fill_header(d, j);
+	j->tail = ZS_PAGE_SIZE;
+	r = journal_checkpoint(d, j);
+	if (r < 0)
+		goto fail;
+	j->checkpoint_end = j->tail;
+	__atomic_store_n(&((struct jr_header *)j->base)->complete, 1, __ATOMIC_RELEASE);
+	*ret = j;
+	return 0;
+fail:
+	journal_free(j);
+	return r;
+}
+
+/* Writes generation gen and puts it in the store; the old one goes once it is there. */
+static int journal_replace(struct daemon *d, uint64_t gen)
+{
+	struct journal *j = NULL;
+	char name[32];
+	int r;
+
+	r = journal_write(d, gen, &j);
+	if (r < 0)
+		return r;
+	journal_name(gen, name, sizeof(name));
+	r = fdstore_put(d, name, j->fd);
+	if (r < 0) {
+		journal_free(j);
+		return r;
+	}
+	if (d->journal) {
+		journal_name(d->journal->gen, name, sizeof(name));
+		fdstore_drop(d, name);
+		journal_free(d->journal);
+	}
+	d->journal = j;
+	return 0;
+}
+
+int journal_open(struct daemon *d, uint64_t gen)
+{
+	return journal_replace(d, gen);
+}
+
+void journal_close(struct daemon *d)
+{
+	char name[32];
+
+	if (!d->journal)
+		return;
+	journal_name(d->journal->gen, name, sizeof(name));
+	fdstore_drop(d, name);
+	journal_free(d->journal);
+	d->journal = NULL;
+}
+
+uint64_t journal_bytes(const struct daemon *d)
+{
+	return d->journal ? d->journal->tail : 0;
+}
+
+void journal_maybe_rewrite(struct daemon *d)
+{
+	struct journal *j = d->journal;
+	uint64_t start, appended;
+	int r;
+
+	if (!j)
+		return;
+	appended = j->tail - j->checkpoint_end;
+	if (appended < JOURNAL_MIN_REWRITE || appended < 2 * j->checkpoint_end)
+		return;
+	start = now_usec();
+	r = journal_replace(d, j->gen + 1);
+	if (r < 0) {
+		journal_lost(d, r);
+		return;
+	}
+	d->st.journal_rewrites++;
+	log_debug("journal rewritten: %llu KiB of appends into a %llu KiB checkpoint in %llu us",
+		  (unsigned long long)(appended >> 10),
+		  (unsigned long long)(d->journal->checkpoint_end >> 10),
+		  (unsigned long long)(now_usec() - start));
+}
+
+/* Puts what of t's descriptors is not in the store yet. */
+static int journal_store_fds(struct target *t)
+{
+	int fds[JOURNAL_FD_N] = { t->uffd_w.fd, t->pidfd_w.fd, t->staging_fd,
+				  t->conn ? t->conn->w.fd : -1 };
+
+	for (int i = 0; i < JOURNAL_FD_N; i++) {
+		char name[48];
+		int r;
+
+		if (fds[i] < 0 || (t->stored_fds & (1u << i)))
+			continue;
+		journal_fd_name(t->key, (enum journal_fd)i, name, sizeof(name));
+		r = fdstore_put(t->d, name, fds[i]);
+		if (r < 0)
+			return r;
+		t->stored_fds |= 1u << i;
+	}
+	return 0;
+}
+
+void journal_target(struct target *t)
+{
+	struct daemon *d = t->d;
+	int r;
+
+	if (!d->journal || t->dead)
+		return;
+	/* Its descriptors first: a record naming what the store lacks is useless. */
+	r = journal_store_fds(t);
+	if (r < 0) {
+		log_warning_errno(r, "pid %d: cannot keep its descriptors across a crash: %m",
+				  (int)t->pid);
+		return;
+	}
+	t->journaled = true;
+	r = journal_put_target(d->journal, t);
+	if (r < 0)
+		journal_lost(d, r);
+}
+
+static void journal_drop_fd(struct target *t, enum journal_fd what)
+{
+	char name[48];
+
+	if (!(t->stored_fds & (1u << what)))
+		return;
+	journal_fd_name(t->key, what, name, sizeof(name));
+	fdstore_drop(t->d, name);
+	t->stored_fds &= ~(1u << what);
+}
+
+int journal_keep_target(struct target *t)
+{
+	int r;
+
+	t->stored_fds = 0; /* whatever a binary before us stored is gone (survive_stop) */
+	r = journal_store_fds(t);
+	if (r == 0)
+		t->journaled = true;
+	return r;
+}
+
+void journal_forget_target(struct target *t)
+{
+	t->journaled = false;
+	for (int i = 0; i < JOURNAL_FD_N; i++)
+		journal_drop_fd(t, (enum journal_fd)i);
+}
+
+void journal_conn_gone(struct target *t)
+{
+	journal_drop_fd(t, JOURNAL_FD_CONN);
+}
+
+void journal_gone(struct target *t)
+{
+	if (t->journaled) {
+		journal_append(t->d, JR_GONE, &t->key, sizeof(t->key), NULL, 0);
+		t->journaled = false;
+	}
+	for (int i = 0; i < JOURNAL_FD_N; i++)
+		journal_drop_fd(t, (enum journal_fd)i);
+}
+
+void journal_store(struct target *t, uint64_t addr, const struct entry *e)
+{
+	struct jr_store js = { .key = t->key, .pgno = addr >> ZS_PAGE_SHIFT,
+			       .ekey = (uint64_t)(uintptr_t)e };
+
+	if (!t->journaled)
+		return;
+	journal_pack_entry(e, &js.e);
+	journal_append(t->d, JR_STORE, &js, sizeof(js), NULL, 0);
+}
+
+void journal_entry(struct daemon *d, const struct entry *e)
+{
+	struct jr_entry_rec je = { .ekey = (uint64_t)(uintptr_t)e };
+
+	if (!d->journal)
+		return;
+	journal_pack_entry(e, &je.e);
+	journal_append(d, JR_ENTRY, &je, sizeof(je), NULL, 0);
+}
+
+void journal_unlink(struct target *t, uint64_t addr)
+{
+	struct jr_page jp = { t->key, addr >> ZS_PAGE_SHIFT };
+
+	if (t->journaled)
+		journal_append(t->d, JR_UNLINK, &jp, sizeof(jp), NULL, 0);
+}
+
+void journal_invalidate(struct target *t, uint64_t start, uint64_t end)
+{
+	struct jr_range jr = { t->key, start >> ZS_PAGE_SHIFT,
+			       (end + ZS_PAGE_SIZE - 1) >> ZS_PAGE_SHIFT };
+
+	if (t->journaled)
+		journal_append(t->d, JR_INVALIDATE, &jr, sizeof(jr), NULL, 0);
+}
+
+void journal_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
+{
+	struct jr_remap jr = { t->key, from, to, len };
+
+	if (t->journaled)
+		journal_append(t->d, JR_REMAP, &jr, sizeof(jr), NULL, 0);
+}
+
+void journal_fork(struct target *parent, struct target *child)
+{
+	struct jr_fork jf = { parent->key, child->key };
+	int r;
+
+	if (!parent->journaled || !parent->d->journal)
+		return;
+	/* The child's uffd is only ours until its shim claims it: into the store first. */
+	r = journal_store_fds(child);
+	if (r < 0) {
+		log_warning_errno(r, "pid %d: cannot keep a forked child's uffd across a crash: %m",
+				  (int)parent->pid);
+		return;
+	}
+	child->journaled = true;
+	journal_append(parent->d, JR_FORK, &jf, sizeof(jf), NULL, 0);
+}
+
+void journal_fork_early(struct target *parent, struct uffd_msg *msg)
+{
+	struct daemon *d = parent->d;
+	struct jr_fork jf = { parent->key, 0 };
+	char name[48];
+
+	msg->arg.reserved.reserved2 = 0;
+	if (!parent->journaled || !d->journal)
+		return;
+	jf.child = ++d->next_key;
+	journal_fd_name(jf.child, JOURNAL_FD_UFFD, name, sizeof(name));
+	if (fdstore_put(d, name, (int)msg->arg.fork.ufd) < 0)
+		return;
+	msg->arg.reserved.reserved2 = jf.child;
+	journal_append(d, JR_FORK, &jf, sizeof(jf), NULL, 0);
+}
+
+void journal_fork_claim(struct target *child, const struct uffd_msg *msg)
+{
+	uint64_t key = msg->arg.reserved.reserved2;
+
+	if (!key)
+		return;
+	child->key = key;
+	child->stored_fds |= 1u << JOURNAL_FD_UFFD;
+	child->journaled = true;
+}
+
+void journal_batch(struct target *t, const struct batch *b, uint32_t flags)
+{
+	int r;
+
+	if (!t->journaled || !t->d->journal)
+		return;
+	r = journal_put_batch(t->d->journal, t, b, flags);
+	if (r < 0)
+		journal_lost(t->d, r);
+}
+
+void journal_batch_done(struct target *t, const struct batch *b)
+{
+	struct jr_batch_end je = { t->key, b->id };
+
+	if (t->journaled)
+		journal_append(t->d, JR_BATCH_DONE, &je, sizeof(je), NULL, 0);
+}
+
+void journal_batch_end(struct target *t, const struct batch *b)
+{
+	struct jr_batch_end je = { t->key, b->id };
+
+	if (t->journaled)
+		journal_append(t->d, JR_BATCH_END, &je, sizeof(je), NULL, 0);
+}
