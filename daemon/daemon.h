@@ -23,6 +23,8 @@
  *   conn, ctl, stats    the control socket
  *   drain, restore, upgrade, handover_save   stop; swapoff for one process;
  *                       the binary replaced in place, every page kept
+ *   recover, survive    a start after a crash takes over what the fd store
+ *                       kept; keeping it there
  *   group, proactive    budgets of many processes, cgroup limits; cold
  *                       pages evicted unasked
  *   pressure            the host's memory pressure (PSI)
@@ -35,6 +37,8 @@
  *   wb                  writeback: the swap file's I/O
  *   recomp              cold entries compressed again, denser
  *   target              one served mm: its index and its uffd
+ *   journal, replay     what zswapd holds, written down as it changes, and
+ *                       read back after a crash; fdstore, keeper (main's)
  *   entry               stored pages, refcounts, the writeback LRU
  *   uffd, watch, swapmap, cgroup, pool, idx, comp, hot, loadlog, rate, vmscan,
  *   proto, util
@@ -492,6 +496,12 @@ int target_register(struct target *t, uint64_t start, uint64_t end);
 int target_fill_checked(struct target *t, uint64_t addr, int r);
 /* Clears the marker of an evicted page at addr (hazard 8), if there is one: 1 if there was. */
 int target_unmark(struct target *t, uint64_t addr);
+/* Whether t's pages are marked when taken out (ZS_READY_MARK; hazard 8). */
+bool target_marks(const struct target *t);
+/* Whether t's agent says it marks them (it got ZS_READY_MARK). */
+bool target_agent_marks(const struct target *t);
+/* Our pid and the reattach timeout, in t's staging (for its watcher). */
+void target_set_staging_words(struct target *t);
 /* Lifts write-protection; one the mm refuses for now (EAGAIN) is lifted again from the loop. */
 int target_unprotect(struct target *t, uint64_t addr, uint64_t len);
 int target_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len);
@@ -654,14 +664,6 @@ void restore_unclaimed(struct daemon *d);
 
 /* survive.c: surviving our own death (survive_crash). */
 void survive_init(struct daemon *d);
-/* The uffd features that marking needs, to ask UFFDIO_API for. */
-uint64_t survive_uffd_features(const struct daemon *d);
-/* Whether t's pages are marked when taken out (ZS_READY_MARK). */
-bool survive_marks(const struct target *t);
-/* Whether t's agent says it marks them (it got ZS_READY_MARK). */
-bool survive_agent_marks(const struct target *t);
-/* Our pid and the reattach timeout, in t's staging (for its watcher). */
-void survive_staging(struct target *t);
 /* Everything into the store, and a journal: once set up, or a new binary took over. */
 int survive_start(struct daemon *d);
 /* Everything out of it: an upgrade's exec (the new binary puts it back). */

@@ -370,7 +370,7 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 	e->stored_at = (uint32_t)t->stores;
 	/* An agent that does not mark what it takes out (a shim from before
 	 * markers): marked here, before the journal says the page is out. */
-	if (survive_marks(t) && !survive_agent_marks(t)) {
+	if (target_marks(t) && !target_agent_marks(t)) {
 		uffd_writeprotect(t->uffd_w.fd, addr, ZS_PAGE_SIZE, true);
 		for (uint32_t f = 0; f < b->nforks; f++)
 			if (!b->forks[f]->dead)
@@ -600,11 +600,27 @@ bool evict_committing(const struct daemon *d)
 	return false;
 }
 
+/* A batch of the zswapd that died whose agent never answers: stopped, or its answer died with it. */
+static void evict_recovered_timeout(struct target *t)
+{
+	struct batch *b = t->batch;
+
+	if (!b || !b->recovered || b->dropped || t->dead ||
+	    now_usec() - b->started_usec < EVICT_RECOVER_WAIT_USEC)
+		return;
+	log_warning("pid %d: batch %llu of the zswapd that died: no answer from the agent in %llu s, "
+		    "put back", (int)t->pid, (unsigned long long)b->id,
+		    (unsigned long long)(EVICT_RECOVER_WAIT_USEC / 1000000));
+	evict_abort(t);
+}
+
 void evict_commit_all(struct daemon *d)
 {
-	for (struct target *t = d->targets; t; t = t->next)
+	for (struct target *t = d->targets; t; t = t->next) {
 		if (evict_target_committing(t))
 			evict_commit_some(t);
+		evict_recovered_timeout(t);
+	}
 }
 
 /*

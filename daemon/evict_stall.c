@@ -158,13 +158,6 @@ void evict_serve_stuck(struct target *t)
 
 	if (!evict_batch_stuck(t))
 		return;
-	if (b->recovered && now_usec() - b->started_usec >= EVICT_RECOVER_WAIT_USEC) {
-		log_warning("pid %d: batch %llu of the zswapd that died: no answer from the agent "
-			    "in %llu s, put back", (int)t->pid, (unsigned long long)b->id,
-			    EVICT_RECOVER_WAIT_USEC / 1000000);
-		evict_abort(t); /* its agent never answered: stopped, or its answer died with zswapd */
-		return;
-	}
 	if (b->nwriters_waiting && target_scratch(t, NULL))
 		evict_release_writers(t);
 	if (!b->ndeferred)

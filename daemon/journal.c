@@ -224,7 +224,7 @@ static void journal_fill_header(struct daemon *d, struct journal *j)
 	if (d->recomp)
 		snprintf(h->recompressor, sizeof(h->recompressor), "%s",
 			 comp_name((enum comp_alg)d->cfg.recompressor));
-	if (wb_fd(d) >= 0) {
+	if (d->wb) {
 		memcpy(h->swap_file, d->cfg.swap_file, sizeof(h->swap_file));
 		h->swap_file_size = d->cfg.swap_file_size;
 	}

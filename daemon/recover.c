@@ -41,430 +41,8 @@
 #include "journal.h"
 #include "log.h"
 #include "pool.h"
+#include "replay.h"
 #include "uffd.h"
-
-/* A key -> pointer table, open addressing; keys are never 0. */
-struct rmap {
-	uint64_t *keys;
-	void **vals;
-	size_t cap, n;
-};
-
-static void **rmap_slot(struct rmap *m, uint64_t key)
-{
-	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	m->keys[i] = key;
-	return &m->vals[i];
-}
-
-static void *rmap_get(const struct rmap *m, uint64_t key)
-{
-	size_t i;
-
-	if (!m->cap)
-		return NULL;
-	for (i = (size_t)(key * 0x9e3779b97f4a7c15ull) & (m->cap - 1); m->keys[i];
-	     i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key)
-			return m->vals[i];
-	return NULL;
-}
-
-static int rmap_put(struct rmap *m, uint64_t key, void *val)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		struct rmap bigger = { .cap = m->cap ? m->cap * 2 : 64 };
-
-		bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
-		bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
-		if (!bigger.keys || !bigger.vals) {
-			free(bigger.keys);
-			free(bigger.vals);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->keys[i] && m->vals[i])
-				*rmap_slot(&bigger, m->keys[i]) = m->vals[i], bigger.n++;
-		free(m->keys);
-		free(m->vals);
-		*m = bigger;
-	}
-	if (!*rmap_slot(m, key))
-		m->n++;
-	*rmap_slot(m, key) = val;
-	return 0;
-}
-
-struct rentry {
-	struct jr_entry e;
-	uint32_t links; /* pages that name it */
-	struct entry *built;
-};
-
-struct rtarget {
-	struct jr_target jt;
-	bool gone;
-	struct idx *idx; /* pgno -> struct rentry */
-	struct jr_batch *batch; /* in flight, runs after it; NULL if none */
-	bool batch_done;
-	struct target *built;
-};
-
-struct replay {
-	struct rmap targets; /* key -> rtarget */
-	struct rmap entries; /* ekey -> rentry */
-	struct rtarget **order; /* the targets, as they came */
-	size_t ntargets, cap;
-	uint64_t max_key;
-};
-
-static int rp_target(struct replay *rp, uint64_t key, bool create, struct rtarget **ret)
-{
-	struct rtarget *rt = rmap_get(&rp->targets, key);
-	int r;
-
-	if (rt || !create) {
-		*ret = rt && !rt->gone ? rt : NULL;
-		return 0;
-	}
-	if (rp->ntargets == rp->cap) {
-		size_t cap = rp->cap ? rp->cap * 2 : 16;
-		struct rtarget **o = reallocarray(rp->order, cap, sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		rp->order = o;
-		rp->cap = cap;
-	}
-	rt = calloc(1, sizeof(*rt));
-	if (!rt)
-		return -ENOMEM;
-	r = idx_new(&rt->idx);
-	if (r == 0)
-		r = rmap_put(&rp->targets, key, rt);
-	if (r < 0) {
-		idx_free(rt->idx, NULL, NULL);
-		free(rt);
-		return r;
-	}
-	rt->jt.key = key;
-	rp->order[rp->ntargets++] = rt;
-	if (key > rp->max_key)
-		rp->max_key = key;
-	*ret = rt;
-	return 0;
-}
-
-static void rp_unlink_val(void *val, void *arg)
-{
-	(void)arg;
-	((struct rentry *)val)->links--;
-}
-
-static int rp_link(struct rtarget *rt, uint64_t pgno, struct rentry *re)
-{
-	void *old = NULL;
-	int r;
-
-	if (pgno >= IDX_PGNO_MAX)
-		return -EPROTO;
-	r = idx_insert(rt->idx, pgno, re, &old);
-	if (r < 0)
-		return r;
-	re->links++;
-	if (old)
-		((struct rentry *)old)->links--;
-	return 0;
-}
-
-static int rp_store(struct replay *rp, const struct jr_store *js)
-{
-	struct rentry *re = rmap_get(&rp->entries, js->ekey);
-	struct rtarget *rt;
-	int r;
-
-	r = rp_target(rp, js->key, false, &rt);
-	if (r < 0 || !rt)
-		return r;
-	/* A key seen with no page naming it any more was freed: this is a new entry. */
-	if (!re || !re->links) {
-		re = calloc(1, sizeof(*re));
-		if (!re)
-			return -ENOMEM;
-		r = rmap_put(&rp->entries, js->ekey, re);
-		if (r < 0) {
-			free(re);
-			return r;
-		}
-	}
-	re->e = js->e;
-	return rp_link(rt, js->pgno, re);
-}
-
-static int rp_unlink_one(uint64_t pgno, void *val, void *arg)
-{
-	struct rtarget *rt = arg;
-
-	idx_erase(rt->idx, pgno);
-	rp_unlink_val(val, NULL);
-	return 0;
-}
-
-struct rp_remap {
-	uint64_t *pgnos;
-	struct rentry **moved;
-	size_t n, cap;
-};
-
-static int rp_remap_collect(uint64_t pgno, void *val, void *arg)
-{
-	struct rp_remap *m = arg;
-
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		uint64_t *p = reallocarray(m->pgnos, cap, sizeof(*p));
-		struct rentry **v;
-
-		if (!p)
-			return -ENOMEM;
-		m->pgnos = p;
-		v = reallocarray(m->moved, cap, sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		m->moved = v;
-		m->cap = cap;
-	}
-	m->pgnos[m->n] = pgno;
-	m->moved[m->n++] = val;
-	return 0;
-}
-
-/* As evict_note_remap() did to the index: the pages follow, replacing what was there. */
-static int rp_remap(struct rtarget *rt, const struct jr_remap *jr)
-{
-	struct rp_remap m = { 0 };
-	int r;
-
-	if ((jr->from | jr->to | jr->len) & (ZS_PAGE_SIZE - 1))
-		return -EPROTO;
-	r = idx_walk(rt->idx, jr->from >> ZS_PAGE_SHIFT, (jr->from + jr->len) >> ZS_PAGE_SHIFT,
-		     rp_remap_collect, &m);
-	for (size_t i = 0; r == 0 && i < m.n; i++)
-		idx_erase(rt->idx, m.pgnos[i]);
-	for (size_t i = 0; r == 0 && i < m.n; i++) {
-		uint64_t to = (jr->to >> ZS_PAGE_SHIFT) + (m.pgnos[i] - (jr->from >> ZS_PAGE_SHIFT));
-
-		m.moved[i]->links--;
-		r = rp_link(rt, to, m.moved[i]);
-	}
-	free(m.pgnos);
-	free(m.moved);
-	return r;
-}
-
-static int rp_copy_one(uint64_t pgno, void *val, void *arg)
-{
-	return rp_link(arg, pgno, val);
-}
-
-static int rp_fork(struct replay *rp, const struct jr_fork *jf)
-{
-	struct rtarget *parent, *child;
-	int r = rp_target(rp, jf->parent, false, &parent);
-
-	if (r < 0 || !parent)
-		return r;
-	r = rp_target(rp, jf->child, true, &child);
-	if (r < 0 || !child)
-		return r;
-	/* Recorded as it was read, then again once the events before it in
-	 * that read were: the second is what the child inherited. */
-	r = idx_walk(child->idx, 0, IDX_PGNO_MAX, rp_unlink_one, child);
-	if (r < 0)
-		return r;
-	child->jt = parent->jt;
-	child->jt.key = jf->child;
-	child->jt.pid = 0;
-	child->jt.agent_tid = 0;
-	child->jt.staging_pages = 0;
-	child->jt.has_conn = 0;
-	child->jt.forked = 1;
-	child->jt.stores = child->jt.loads = child->jt.invalidates = 0;
-	child->jt.stored_bytes = child->jt.refused = 0;
-	/* Forked while its parent's batch was out: that batch's pages are its too. */
-	if (parent->batch && parent->batch->nforks < BATCH_MAX_FORKS) {
-		uint32_t f = 0;
-
-		while (f < parent->batch->nforks && parent->batch->forks[f] != jf->child)
-			f++;
-		if (f == parent->batch->nforks)
-			parent->batch->forks[parent->batch->nforks++] = jf->child;
-	}
-	return idx_walk(parent->idx, 0, IDX_PGNO_MAX, rp_copy_one, child);
-}
-
-static int rp_batch(struct replay *rp, const struct jr_batch *jb, uint32_t len)
-{
-	struct rtarget *rt;
-	int r = rp_target(rp, jb->key, false, &rt);
-
-	if (r < 0 || !rt)
-		return r;
-	if (jb->nruns > EVICT_MAX_RUNS || jb->nforks > BATCH_MAX_FORKS ||
-	    len != sizeof(*jb) + jb->nruns * sizeof(struct batch_run))
-		return -EPROTO;
-	free(rt->batch);
-	rt->batch = malloc(len);
-	if (!rt->batch)
-		return -ENOMEM;
-	memcpy(rt->batch, jb, len);
-	rt->batch_done = false;
-	return 0;
-}
-
-static int rp_batch_end(struct replay *rp, const struct jr_batch_end *je, bool done)
-{
-	struct rtarget *rt;
-	int r = rp_target(rp, je->key, false, &rt);
-
-	if (r < 0 || !rt || !rt->batch || rt->batch->id != je->id)
-		return r;
-	if (done) {
-		rt->batch_done = true;
-	} else {
-		free(rt->batch);
-		rt->batch = NULL;
-	}
-	return 0;
-}
-
-static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t len)
-{
-	struct rtarget *rt;
-	int r;
-
-#define RP_NEED(T) \
-	if (len != sizeof(T)) \
-		return -EPROTO;
-	switch (type) {
-	case JR_TARGET: {
-		const struct jr_target *jt = p;
-
-		RP_NEED(struct jr_target);
-		r = rp_target(rp, jt->key, true, &rt);
-		if (r == 0 && rt)
-			rt->jt = *jt;
-		return r;
-	}
-	case JR_GONE:
-		RP_NEED(uint64_t);
-		r = rp_target(rp, *(const uint64_t *)p, false, &rt);
-		if (r == 0 && rt) {
-			idx_free(rt->idx, rp_unlink_val, NULL);
-			rt->idx = NULL;
-			rt->gone = true;
-			free(rt->batch);
-			rt->batch = NULL;
-		}
-		return r;
-	case JR_STORE:
-		RP_NEED(struct jr_store);
-		return rp_store(rp, p);
-	case JR_ENTRY: {
-		const struct jr_entry_rec *je = p;
-		struct rentry *re;
-
-		RP_NEED(struct jr_entry_rec);
-		re = rmap_get(&rp->entries, je->ekey);
-		if (re && re->links)
-			re->e = je->e;
-		return 0;
-	}
-	case JR_UNLINK: {
-		const struct jr_page *jp = p;
-		void *val;
-
-		RP_NEED(struct jr_page);
-		r = rp_target(rp, jp->key, false, &rt);
-		if (r == 0 && rt && jp->pgno < IDX_PGNO_MAX && (val = idx_erase(rt->idx, jp->pgno)))
-			rp_unlink_val(val, NULL);
-		return r;
-	}
-	case JR_INVALIDATE: {
-		const struct jr_range *jr = p;
-
-		RP_NEED(struct jr_range);
-		r = rp_target(rp, jr->key, false, &rt);
-		if (r == 0 && rt)
-			r = idx_walk(rt->idx, jr->first, jr->last, rp_unlink_one, rt);
-		return r;
-	}
-	case JR_REMAP: {
-		const struct jr_remap *jr = p;
-
-		RP_NEED(struct jr_remap);
-		r = rp_target(rp, jr->key, false, &rt);
-		return r == 0 && rt ? rp_remap(rt, jr) : r;
-	}
-	case JR_FORK:
-		RP_NEED(struct jr_fork);
-		return rp_fork(rp, p);
-	case JR_BATCH:
-		if (len < sizeof(struct jr_batch))
-			return -EPROTO;
-		return rp_batch(rp, p, len);
-	case JR_BATCH_DONE:
-	case JR_BATCH_END:
-		RP_NEED(struct jr_batch_end);
-		return rp_batch_end(rp, p, type == JR_BATCH_DONE);
-	default:
-		return -EPROTO;
-	}
-#undef RP_NEED
-}
-
-struct journal_in {
-	int fd;
-	const uint8_t *base;
-	uint64_t size;
-	const struct jr_header *h;
-	char name[64];
-};
-
-static void journal_in_close(struct journal_in *in)
-{
-	if (in->base)
-		munmap((void *)in->base, in->size);
-	in->base = NULL;
-}
-
-static int journal_in_open(int fd, struct journal_in *in)
-{
-	struct stat st;
-	void *p;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if ((uint64_t)st.st_size < ZS_PAGE_SIZE)
-		return -EPROTO;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	in->fd = fd;
-	in->base = p;
-	in->size = (uint64_t)st.st_size;
-	in->h = p;
-	if (memcmp(in->h->magic, JOURNAL_MAGIC, sizeof(in->h->magic)) ||
-	    in->h->version != JOURNAL_VERSION || in->h->page_size != ZS_PAGE_SIZE ||
-	    !__atomic_load_n(&in->h->complete, __ATOMIC_ACQUIRE)) {
-		journal_in_close(in);
-		return -EPROTO;
-	}
-	return 0;
-}
 
 /* The newest complete journal of those handed back (journal.<gen>). */
 static void recover_pick_one(struct daemon *d, const char *name, int fd, void *arg)
@@ -483,34 +61,6 @@ static void recover_pick_one(struct daemon *d, const char *name, int fd, void *a
 	journal_in_close(best);
 	*best = in;
 	snprintf(best->name, sizeof(best->name), "%s", name);
-}
-
-static int recover_replay(const struct journal_in *in, struct replay *rp)
-{
-	uint64_t off = ZS_PAGE_SIZE, records = 0;
-
-	while (off + sizeof(struct jr_rec) <= in->size) {
-		const struct jr_rec *rec = (const void *)(in->base + off);
-		uint16_t type = __atomic_load_n(&rec->type, __ATOMIC_ACQUIRE);
-		uint64_t next;
-		int r;
-
-		if (!type)
-			break; /* the end, or a record its writer did not finish */
-		next = off + sizeof(*rec) + (((uint64_t)rec->len + 7) & ~7ull);
-		if (next > in->size)
-			return -EPROTO;
-		r = rp_record(rp, type, rec + 1, rec->len);
-		if (r < 0)
-			return log_error_errno(r, "journal record %llu (type %u) at %llu: %m",
-					       (unsigned long long)records, type,
-					       (unsigned long long)off);
-		records++;
-		off = next;
-	}
-	log_debug("journal: %llu records, %llu bytes", (unsigned long long)records,
-		  (unsigned long long)off);
-	return 0;
 }
 
 /* State kept from recover_prepare() to recover_load(). */
@@ -703,6 +253,30 @@ static void recover_close(int fd)
 		close(fd);
 }
 
+/* What the journal says of a process, on the target taken over. */
+static void recover_fields(struct target *t, const struct jr_target *jt)
+{
+	t->key = jt->key;
+	t->journaled = true;
+	t->uid = jt->uid;
+	memcpy(t->comm, jt->comm, sizeof(t->comm));
+	t->comm[sizeof(t->comm) - 1] = '\0';
+	t->agent_tid = jt->agent_tid;
+	t->beacon = jt->beacon;
+	t->nexcl = jt->nexcl;
+	memcpy(t->excl, jt->excl, sizeof(t->excl));
+	t->forked = jt->forked;
+	t->limit_set = jt->limit_set;
+	t->limit_bytes = jt->limit_bytes;
+	t->scan_cursor = jt->scan_cursor;
+	t->started_usec = jt->started_usec;
+	t->stores = jt->stores;
+	t->loads = jt->loads;
+	t->invalidates = jt->invalidates;
+	t->stored_bytes = jt->stored_bytes;
+	t->refused = jt->refused;
+}
+
 static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 {
 	const struct jr_target *jt = &rt->jt;
@@ -735,26 +309,8 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 		return r;
 	}
 	rt->built = t;
-	t->key = jt->key;
-	t->journaled = true;
 	t->stored_fds = stored & (uint8_t)~(1u << JOURNAL_FD_CONN);
-	t->uid = jt->uid;
-	memcpy(t->comm, jt->comm, sizeof(t->comm));
-	t->comm[sizeof(t->comm) - 1] = '\0';
-	t->agent_tid = jt->agent_tid;
-	t->beacon = jt->beacon;
-	t->nexcl = jt->nexcl;
-	memcpy(t->excl, jt->excl, sizeof(t->excl));
-	t->forked = jt->forked;
-	t->limit_set = jt->limit_set;
-	t->limit_bytes = jt->limit_bytes;
-	t->scan_cursor = jt->scan_cursor;
-	t->started_usec = jt->started_usec;
-	t->stores = jt->stores;
-	t->loads = jt->loads;
-	t->invalidates = jt->invalidates;
-	t->stored_bytes = jt->stored_bytes;
-	t->refused = jt->refused;
+	recover_fields(t, jt);
 	rpg.t = t;
 	r = idx_walk(rt->idx, 0, IDX_PGNO_MAX, recover_page, &rpg);
 	if (r < 0) {
@@ -809,21 +365,7 @@ static int recover_batches(struct daemon *d, struct replay *rp)
 
 static void recover_free(struct recovery *rc)
 {
-	struct replay *rp = &rc->rp;
-
-	for (size_t i = 0; i < rp->ntargets; i++) {
-		idx_free(rp->order[i]->idx, NULL, NULL);
-		free(rp->order[i]->batch);
-		free(rp->order[i]);
-	}
-	for (size_t i = 0; i < rp->entries.cap; i++)
-		if (rp->entries.keys[i])
-			free(rp->entries.vals[i]);
-	free(rp->order);
-	free(rp->targets.keys);
-	free(rp->targets.vals);
-	free(rp->entries.keys);
-	free(rp->entries.vals);
+	replay_free(&rc->rp);
 	journal_in_close(&rc->in);
 	free(rc);
 }
@@ -898,41 +440,64 @@ static int recover_switch(struct daemon *d, const struct jr_header *old)
  * its touch, said here, never zeros.  Pages of a batch still out are not
  * this: the batch puts them back.
  */
+/* Poisons the pages of [start, end) that are marked and that no entry names; how many. */
+static uint64_t recover_poison_range(struct target *t, uint64_t start, uint64_t end)
+{
+	uint64_t n = 0, pm[512];
+
+	for (uint64_t addr = start; addr < end;) {
+		uint32_t k = (uint32_t)((end - addr) >> ZS_PAGE_SHIFT);
+
+		if (k > 512)
+			k = 512;
+		if (proc_pagemap(t->pid, addr, k, pm) < 0)
+			break;
+		for (uint32_t i = 0; i < k; i++) {
+			uint64_t a = addr + ((uint64_t)i << ZS_PAGE_SHIFT);
+			uint32_t slot;
+
+			if (!PAGEMAP_OWED(pm[i]) || idx_lookup(t->idx, a >> ZS_PAGE_SHIFT) ||
+			    evict_in_flight(t, a, &slot) ||
+			    (t->batch_parent && t->batch_parent->batch &&
+			     evict_in_flight(t->batch_parent, a, &slot)))
+				continue;
+			if (n < 5)
+				log_debug("pid %d: page %#llx marked, no entry (pagemap %#llx)",
+					  (int)t->pid, (unsigned long long)a, (unsigned long long)pm[i]);
+			uffd_writeprotect(t->uffd_w.fd, a, ZS_PAGE_SIZE, false);
+			uffd_poison(t->uffd_w.fd, a);
+			n++;
+		}
+		addr += (uint64_t)k << ZS_PAGE_SHIFT;
+	}
+	return n;
+}
+
+/*
+ * A page marked as evicted that no entry names: the journal missed it
+ * (a moment it cannot cover, hazard 8).  Its data is gone: a SIGBUS at
+ * its touch, said here, never zeros.  Pages of a batch still out are not
+ * this: the batch puts them back.  Markers are only where we registered
+ * (smaps VmFlags um/uw), which is all that is read.
+ */
 static uint64_t recover_poison_unnamed(struct target *t)
 {
-	uint64_t addr = 0, start, end, n = 0, pm[512];
+	char path[64], *smaps;
+	struct vma *v;
+	uint64_t n = 0;
+	size_t nv;
 
 	if (!t->pid)
 		return 0;
-	while (proc_vma_next(t->pid, addr, &start, &end) == 0) {
-		for (addr = start; addr < end;) {
-			uint32_t k = (uint32_t)((end - addr) >> ZS_PAGE_SHIFT);
-
-			if (k > 512)
-				k = 512;
-			if (proc_pagemap(t->pid, addr, k, pm) < 0)
-				break;
-			for (uint32_t i = 0; i < k; i++) {
-				uint64_t a = addr + ((uint64_t)i << ZS_PAGE_SHIFT);
-				uint32_t slot;
-
-				if (!PAGEMAP_OWED(pm[i]) || idx_lookup(t->idx, a >> ZS_PAGE_SHIFT) ||
-				    evict_in_flight(t, a, &slot) ||
-				    (t->batch_parent && t->batch_parent->batch &&
-				     evict_in_flight(t->batch_parent, a, &slot)))
-					continue;
-				if (n < 5)
-					log_debug("pid %d: page %#llx marked, no entry (pagemap %#llx)",
-						  (int)t->pid, (unsigned long long)a,
-						  (unsigned long long)pm[i]);
-				uffd_writeprotect(t->uffd_w.fd, a, ZS_PAGE_SIZE, false);
-				uffd_poison(t->uffd_w.fd, a);
-				n++;
-			}
-			addr += (uint64_t)k << ZS_PAGE_SHIFT;
-		}
-		addr = end;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
+	if (read_full_file(path, &smaps, NULL) < 0)
+		return 0;
+	if (vmscan_registered(smaps, &v, &nv) == 0) {
+		for (size_t i = 0; i < nv; i++)
+			n += recover_poison_range(t, v[i].start, v[i].end);
+		free(v);
 	}
+	free(smaps);
 	if (n)
 		log_error("pid %d: %llu pages evicted and named by no entry: a SIGBUS at their touch",
 			  (int)t->pid, (unsigned long long)n);
@@ -963,7 +528,7 @@ int recover_load(struct daemon *d)
 	r = recover_pool(d, rc->in.h);
 	if (r < 0)
 		goto out;
-	r = recover_replay(&rc->in, &rc->rp);
+	r = replay_run(&rc->in, &rc->rp);
 	if (r < 0)
 		goto out;
 	d->next_key = rc->rp.max_key;

@@ -31,33 +31,6 @@ void survive_init(struct daemon *d)
 	d->fdstore = d->cfg.survive_crash && getenv("NOTIFY_SOCKET");
 }
 
-uint64_t survive_uffd_features(const struct daemon *d)
-{
-	return d->fdstore ? UFFD_FEATURE_WP_UNPOPULATED : 0;
-}
-
-bool survive_marks(const struct target *t)
-{
-	return t->d->fdstore && (t->features & UFFD_FEATURE_WP_UNPOPULATED);
-}
-
-void survive_staging(struct target *t)
-{
-	const struct daemon *d = t->d;
-
-	__atomic_store_n(ZS_STAGING_DAEMON(t->staging, t->staging_pages), (uint32_t)getpid(),
-			 __ATOMIC_RELEASE);
-	__atomic_store_n(ZS_STAGING_REATTACH_SEC(t->staging, t->staging_pages),
-			 d->fdstore ? d->cfg.reattach_timeout_seconds : 0, __ATOMIC_RELEASE);
-}
-
-bool survive_agent_marks(const struct target *t)
-{
-	return t->staging &&
-	       __atomic_load_n(ZS_STAGING_AGENT_MARKS(t->staging, t->staging_pages),
-			       __ATOMIC_ACQUIRE);
-}
-
 /* Marks each evicted page of t: pages taken out before markers were made. */
 static int survive_mark_one(uint64_t pgno, void *val, void *arg)
 {
@@ -96,10 +69,10 @@ int survive_start(struct daemon *d)
 			continue;
 		/* Taken out unmarked (by a zswapd without a store, or an
 		 * agent that does not mark): marked now, one by one. */
-		if (survive_marks(t) && !survive_agent_marks(t))
+		if (target_marks(t) && !target_agent_marks(t))
 			idx_walk(t->idx, 0, IDX_PGNO_MAX, survive_mark_one, t);
 		if (t->staging)
-			survive_staging(t);
+			target_set_staging_words(t);
 		r = journal_keep_target(t);
 		if (r < 0)
 			goto fail;

@@ -40,6 +40,34 @@
 	(UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |     \
 	 UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_THREAD_ID)
 
+/* What surviving zswapd's death needs of a uffd, and of its staging (survive.c). */
+static uint64_t target_survive_features(const struct daemon *d)
+{
+	return d->fdstore ? UFFD_FEATURE_WP_UNPOPULATED : 0;
+}
+
+bool target_marks(const struct target *t)
+{
+	return t->d->fdstore && (t->features & UFFD_FEATURE_WP_UNPOPULATED);
+}
+
+void target_set_staging_words(struct target *t)
+{
+	const struct daemon *d = t->d;
+
+	__atomic_store_n(ZS_STAGING_DAEMON(t->staging, t->staging_pages), (uint32_t)getpid(),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(ZS_STAGING_REATTACH_SEC(t->staging, t->staging_pages),
+			 d->fdstore ? d->cfg.reattach_timeout_seconds : 0, __ATOMIC_RELEASE);
+}
+
+bool target_agent_marks(const struct target *t)
+{
+	return t->staging &&
+	       __atomic_load_n(ZS_STAGING_AGENT_MARKS(t->staging, t->staging_pages),
+			       __ATOMIC_ACQUIRE);
+}
+
 static void target_pidfd_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
 	struct target *t = watch_owner(w, struct target, pidfd_w);
@@ -169,7 +197,7 @@ static int target_make_staging(struct target *t)
 	}
 	r = target_map_staging(t, fd, pages);
 	if (r == 0)
-		survive_staging(t);
+		target_set_staging_words(t);
 	return r;
 }
 
@@ -191,7 +219,7 @@ int target_adopt(struct target *t, struct conn *c)
 		ready.flags |= ZS_READY_MOVE;
 	if (t->d->cfg.agent_follow_app)
 		ready.flags |= ZS_READY_FOLLOW;
-	if (survive_marks(t))
+	if (target_marks(t))
 		ready.flags |= ZS_READY_MARK;
 	fds[0] = t->staging_fd;
 	if (c->hello_flags & ZS_HELLO_FORKED)
@@ -213,7 +241,7 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 	struct target *t;
 	int r;
 
-	r = uffd_api(uffd, TARGET_UFFD_FEATURES | survive_uffd_features(d), &features);
+	r = uffd_api(uffd, TARGET_UFFD_FEATURES | target_survive_features(d), &features);
 	if (r < 0) {
 		close(uffd);
 		return log_warning_errno(r, "pid %d: UFFDIO_API failed: %m", (int)pid);
