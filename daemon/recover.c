@@ -113,30 +113,42 @@ int recover_prepare(struct daemon *d)
 	return 1;
 }
 
+/*
+ * Whether an entry of the journal can be built: its kind and place make
+ * sense, and its object is in the pool as it says.  One that cannot names
+ * data that is gone (a moment the journal did not see, hazard 8): its
+ * pages are not taken over, and where a page is still marked as evicted
+ * it gets a SIGBUS (recover_poison_unnamed()), never zeros.
+ */
+static bool recover_entry_ok(struct daemon *d, const struct jr_entry *je)
+{
+	if (je->kind < ENTRY_SAME || je->kind > ENTRY_COMP || je->where == ENTRY_WRITING ||
+	    je->where > ENTRY_ON_DISK || je->len > ZS_PAGE_SIZE)
+		return false;
+	return je->kind != ENTRY_COMP || je->where != ENTRY_IN_POOL ||
+	       (je->val < pool_handle_end(d->pool) && pool_live_len(d->pool, je->val) == je->len);
+}
+
 /* Builds each entry some page names; marks its handle as named. */
 static int recover_entries(struct daemon *d, struct replay *rp, uint8_t *named)
 {
-	uint64_t end = pool_handle_end(d->pool);
+	uint64_t lost = 0;
 
 	for (size_t i = 0; i < rp->entries.cap; i++) {
 		struct rentry *re = rp->entries.vals[i];
 		const struct jr_entry *je;
 		struct entry *e;
-		int r;
 
 		if (!rp->entries.keys[i] || !re || !re->links)
 			continue;
 		je = &re->e;
-		if (je->kind < ENTRY_SAME || je->kind > ENTRY_RAW || je->where == ENTRY_WRITING ||
-		    je->where > ENTRY_ON_DISK || je->len > ZS_PAGE_SIZE)
-			return -EPROTO;
-		if (je->kind == ENTRY_RAW)
-			continue; /* its copy died with the heap it was in: not built (hazard 8) */
-		if (je->kind == ENTRY_COMP && je->where == ENTRY_IN_POOL &&
-		    (je->val >= end || pool_live_len(d->pool, je->val) != je->len))
-			return log_error_errno(-EPROTO, "journal: an entry names handle %llu, "
-							"which the pool has not",
-					       (unsigned long long)je->val);
+		/* (A RAW entry's copy died with the heap it was in; one object
+		 * is one entry's, never two.) */
+		if (!recover_entry_ok(d, je) ||
+		    (je->kind == ENTRY_COMP && je->where == ENTRY_IN_POOL && named[je->val])) {
+			lost++;
+			continue;
+		}
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return -ENOMEM;
@@ -147,15 +159,18 @@ static int recover_entries(struct daemon *d, struct replay *rp, uint8_t *named)
 		e->stored_at = je->stored_at;
 		e->val = je->val;
 		e->disk = je->disk;
-		r = entry_account(d, e);
-		if (r < 0) {
+		if (entry_account(d, e) < 0) { /* on disk, past this swap file's end */
 			free(e);
-			return r;
+			lost++;
+			continue;
 		}
 		if (e->kind == ENTRY_COMP && e->where == ENTRY_IN_POOL)
 			named[e->val] = 1;
 		re->built = e;
 	}
+	if (lost)
+		log_error("journal: %llu entries name data that is not there; their pages are not "
+			  "taken over", (unsigned long long)lost);
 	return 0;
 }
 
