@@ -555,6 +555,8 @@ int recover_load(struct daemon *d)
 	r = recover_entries(d, &rc->rp, named);
 	if (r < 0)
 		goto out;
+	/* Before anything is stored: a page put back later may take a handle. */
+	recover_release_unnamed(d, named);
 	for (size_t i = 0; r == 0 && i < rc->rp.ntargets; i++)
 		if (!rc->rp.order[i]->gone)
 			r = recover_target(d, rc->rp.order[i], &pages);
@@ -568,7 +570,6 @@ int recover_load(struct daemon *d)
 	for (struct target *t = d->targets; t; t = t->next)
 		recover_poison_unnamed(t);
 	recover_drop_unused(d, &rc->rp);
-	recover_release_unnamed(d, named);
 	d->st.crash_recoveries = rc->in.h->recoveries + 1;
 	r = recover_switch(d, rc->in.h);
 	if (r < 0)
