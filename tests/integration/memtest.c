@@ -1368,11 +1368,21 @@ static void orphan_reap(int status, unsigned *ok, unsigned *loud, unsigned *bad)
 		(*bad)++;
 }
 
-static int t_orphan(int argc, char **argv)
+/* What a run of orphan or chaos counted of its children. */
+struct orphan_counts {
+	unsigned forks, ok, loud, wrong;
+	size_t bad; /* pages of the parent that read wrong */
+};
+
+/*
+ * Writers in the first half of MIB MiB, the reclaimer thread given, and a
+ * child forked every fork_ms reading the second half, until SIGUSR1; then
+ * everything read back.
+ */
+static void orphan_run(size_t mib, void *(*reclaimer)(void *), unsigned fork_ms,
+		       struct orphan_counts *n)
 {
-	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
-	size_t npages = mib * MIB / PAGE, bad = 0;
-	unsigned forks = 0, ok = 0, loud = 0, wrong = 0;
+	size_t npages = mib * MIB / PAGE;
 	pthread_t th[NWRITERS + 1];
 	int status;
 	pid_t c;
@@ -1384,35 +1394,44 @@ static int t_orphan(int argc, char **argv)
 	fill(tw_mem, npages, 21);
 	for (unsigned t = 0; t < NWRITERS; t++)
 		pthread_create(&th[t], NULL, tw_writer, (void *)(uintptr_t)t);
-	pthread_create(&th[NWRITERS], NULL, orphan_reclaimer, NULL);
+	pthread_create(&th[NWRITERS], NULL, reclaimer, NULL);
 	printf("ready\n");
+	fflush(stdout);
 	while (!got_usr1) {
 		c = fork();
 		if (c == 0)
 			orphan_child(npages);
-		forks += c > 0;
-		usleep(100000);
+		n->forks += c > 0;
+		usleep(fork_ms * 1000);
 		while ((c = waitpid(-1, &status, WNOHANG)) > 0)
-			orphan_reap(status, &ok, &loud, &wrong);
+			orphan_reap(status, &n->ok, &n->loud, &n->wrong);
 	}
 	atomic_store(&tw_stop, true);
 	atomic_store(&orphan_stop, true);
 	for (unsigned t = 0; t <= NWRITERS; t++)
 		pthread_join(th[t], NULL);
 	while (waitpid(-1, &status, 0) > 0)
-		orphan_reap(status, &ok, &loud, &wrong);
-	printf("orphan: %u children: %u read their pages, %u ended loudly, %u read a wrong page\n",
-	       forks, ok, loud, wrong);
-	CHECK(wrong == 0, "%u children read a wrong page", wrong);
+		orphan_reap(status, &n->ok, &n->loud, &n->wrong);
 	for (size_t p = 0; p < npages; p++) {
 		if (!tw_page_ok(p, 21)) {
-			if (bad < 5)
-				fprintf(stderr, "orphan: page %zu differs\n", p);
-			bad++;
+			if (n->bad < 5)
+				fprintf(stderr, "memtest: page %zu differs\n", p);
+			n->bad++;
 		}
 	}
-	printf("orphan: %zu pages wrong\n", bad);
-	CHECK(bad == 0, "%zu pages differ", bad);
+}
+
+static int t_orphan(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	struct orphan_counts n = { 0 };
+
+	orphan_run(mib, orphan_reclaimer, 100, &n);
+	printf("orphan: %u children: %u read their pages, %u ended loudly, %u read a wrong page\n",
+	       n.forks, n.ok, n.loud, n.wrong);
+	CHECK(n.wrong == 0, "%u children read a wrong page", n.wrong);
+	printf("orphan: %zu pages wrong\n", n.bad);
+	CHECK(n.bad == 0, "%zu pages differ", n.bad);
 	return failures ? 1 : 0;
 }
 
@@ -1425,7 +1444,6 @@ static int t_orphan(int argc, char **argv)
  * and children must read right, and nothing may have ended loudly: a
  * crash costs a wait, never a process.
  */
-static atomic_bool chaos_stop;
 static atomic_ulong chaos_reclaims;
 
 static void *chaos_reclaimer(void *arg)
@@ -1433,7 +1451,7 @@ static void *chaos_reclaimer(void *arg)
 	struct timespec ts = { 0, 20000000 };
 
 	(void)arg;
-	while (!atomic_load(&chaos_stop)) {
+	while (!atomic_load(&orphan_stop)) {
 		if (reclaim_self(16 * MIB) < 0)
 			nanosleep(&ts, NULL); /* zswapd died mid-request: the next one answers */
 		else
@@ -1445,53 +1463,17 @@ static void *chaos_reclaimer(void *arg)
 static int t_chaos(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
-	size_t npages = mib * MIB / PAGE, bad = 0;
 	const char *env = getenv("CHAOS_FORK_MS");
-	unsigned fork_ms = env ? (unsigned)strtoul(env, NULL, 10) : 200;
-	unsigned forks = 0, ok = 0, loud = 0, wrong = 0;
-	pthread_t th[NWRITERS + 1];
-	int status;
-	pid_t c;
+	struct orphan_counts n = { 0 };
 
-	signal(SIGUSR1, on_usr1);
-	tw_npages = npages / 2;
-	tw_mem = map_anon(npages * PAGE);
-	tw_shadow = calloc(tw_npages * NWRITERS, sizeof(uint64_t));
-	fill(tw_mem, npages, 21);
-	for (unsigned t = 0; t < NWRITERS; t++)
-		pthread_create(&th[t], NULL, tw_writer, (void *)(uintptr_t)t);
-	pthread_create(&th[NWRITERS], NULL, chaos_reclaimer, NULL);
-	printf("ready\n");
-	fflush(stdout);
-	while (!got_usr1) {
-		c = fork();
-		if (c == 0)
-			orphan_child(npages);
-		forks += c > 0;
-		usleep(fork_ms * 1000);
-		while ((c = waitpid(-1, &status, WNOHANG)) > 0)
-			orphan_reap(status, &ok, &loud, &wrong);
-	}
-	atomic_store(&tw_stop, true);
-	atomic_store(&chaos_stop, true);
-	for (unsigned t = 0; t <= NWRITERS; t++)
-		pthread_join(th[t], NULL);
-	while (waitpid(-1, &status, 0) > 0)
-		orphan_reap(status, &ok, &loud, &wrong);
-	for (size_t p = 0; p < npages; p++) {
-		if (!tw_page_ok(p, 21)) {
-			if (bad < 5)
-				fprintf(stderr, "chaos: page %zu differs\n", p);
-			bad++;
-		}
-	}
+	orphan_run(mib, chaos_reclaimer, env ? (unsigned)strtoul(env, NULL, 10) : 200, &n);
 	printf("chaos: %u children: %u read their pages, %u ended loudly, %u read a wrong page; "
 	       "%lu reclaims; %zu of %zu pages wrong\n",
-	       forks, ok, loud, wrong, atomic_load(&chaos_reclaims), bad, npages);
+	       n.forks, n.ok, n.loud, n.wrong, atomic_load(&chaos_reclaims), n.bad, mib * MIB / PAGE);
 	/* CHAOS_LOUD_OK: the caller counts loud ends itself (a sanitizer's own failures). */
-	CHECK(wrong == 0 && (loud == 0 || getenv("CHAOS_LOUD_OK")),
-	      "%u children read a wrong page, %u ended loudly", wrong, loud);
-	CHECK(bad == 0, "%zu pages differ", bad);
+	CHECK(n.wrong == 0 && (n.loud == 0 || getenv("CHAOS_LOUD_OK")),
+	      "%u children read a wrong page, %u ended loudly", n.wrong, n.loud);
+	CHECK(n.bad == 0, "%zu pages differ", n.bad);
 	return failures ? 1 : 0;
 }
 
