@@ -2255,6 +2255,46 @@ t_reattach_timeout() {
 	start_daemon
 }
 
+t_crash_redis() {
+	# redis-server, 80% of its memory evicted, answers GETs from redis-benchmark while
+	# zswapd is SIGKILLed 20 times and upgraded once to another build: no client error,
+	# its data (DEBUG DIGEST) unchanged, every kill taken over.
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+		skip "redis-server or redis-benchmark not installed"
+	restart_kept
+	local rpid digest bpid i
+	: >"$TMP/stalls"
+	LD_PRELOAD=$SHIM redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" \
+		--appendonly no --enable-debug-command yes --daemonize no >"$TMP/redis.log" 2>&1 &
+	rpid=$!
+	for _ in $(seq 100); do redis-cli -s "$TMP/redis.sock" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+	redis-cli -s "$TMP/redis.sock" debug populate 200000 key 400 >/dev/null
+	digest=$(redis-cli -s "$TMP/redis.sock" debug digest)
+	local rss_kb; rss_kb=$(awk '/^RssAnon/ { print $2 }' "/proc/$rpid/status")
+	"$CTL" reclaim "$rpid" "$((rss_kb * 8 / 10))K"
+	redis-benchmark -s "$TMP/redis.sock" -t get -r 200000 -n 3000000 -c 8 -q >"$TMP/rb.out" 2>&1 &
+	bpid=$!
+	sleep 1
+	for i in $(seq 20); do
+		kill_kept
+		sleep 0.2
+		if [ "$i" = 10 ]; then
+			# (another build: the -O0 one the upgrade test makes, or this one again)
+			"$CTL" upgrade
+		fi
+	done
+	kill -INT "$bpid" 2>/dev/null || true
+	wait "$bpid" || true
+	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
+	! grep -qi "error" "$TMP/rb.out"
+	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
+	echo "result: crash_redis: 20 kills and an upgrade under GETs, $(stall_figures), $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
+	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
+	wait "$rpid" || true
+	stop_daemon
+	start_daemon
+}
+
 t_keeper() {
 	# The keeper speaks systemd's fd-store protocol (FDSTORE=1, FDNAME=, FDPOLL=,
 	# FDSTOREREMOVE=1; LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID back) and restarts as
@@ -2357,6 +2397,7 @@ run crash t_crash
 run crash_exited t_crash_exited
 run crash_chaos t_crash_chaos
 run reattach_timeout t_reattach_timeout
+run crash_redis t_crash_redis
 
 if ! stop_daemon; then
 	echo "zswapd did not stop cleanly at the end"
