@@ -915,13 +915,19 @@ memtest_hazards() {
 	done
 }
 
-# restart_with LINES...: the daemon again, with these config lines added.
-restart_with() {
+# restart_using START LINES...: the daemon stopped, and started again by
+# START (start_daemon, start_kept) with these config lines added.
+restart_using() {
+	local start=$1
+	shift
 	stop_daemon
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	printf '%s\n' "$@" >>"$TMP/zswapd.conf"
-	start_daemon
+	"$start"
 }
+
+# restart_with LINES...: the daemon again, with these config lines added.
+restart_with() { restart_using start_daemon "$@"; }
 
 t_agent_dontneed() {
 	# The same hazards with the agent dropping pages by MADV_DONTNEED
@@ -2037,12 +2043,7 @@ start_kept() {
 }
 
 # restart_kept LINES...: the suite's daemon stopped; one under a keeper with these config lines.
-restart_kept() {
-	stop_daemon
-	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
-	printf '%s\n' "$@" >>"$TMP/zswapd.conf"
-	start_kept
-}
+restart_kept() { restart_using start_kept "$@"; }
 
 # kill_kept: SIGKILLs the daemon and waits for the one its keeper starts to have taken
 # over (crash_recoveries one more); the milliseconds from the kill to its first answer
