@@ -1322,6 +1322,43 @@ static int t_churn(int argc, char **argv)
 }
 
 /*
+ * Evicts MIB MiB, says "evicted", and on SIGUSR1 changes its memory the way
+ * the kernel tells zswapd only by events: discards every fourth page of the
+ * first half (MADV_DONTNEED) and moves the last quarter elsewhere (mremap).
+ * The test has killed zswapd by then, and holds the next one back: the
+ * madvise and the mremap wait for a zswapd to read their events.  Then
+ * every page: discarded ones zero, moved ones right at their new place,
+ * the rest right where they were.
+ */
+static int t_change_while_away(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
+	size_t npages = mib * MIB / PAGE, moved = npages / 4, kept = npages - moved;
+	uint8_t *m = map_anon(npages * PAGE), *to;
+
+	block_usr1();
+	fill(m, npages, 23);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	printf("evicted %ld kB resident\n", rss_anon_kb());
+	fflush(stdout);
+	wait_usr1();
+	for (size_t i = 0; i < kept / 2; i += 4)
+		madvise(m + i * PAGE, PAGE, MADV_DONTNEED);
+	to = mremap(m + kept * PAGE, moved * PAGE, moved * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		    map_anon(moved * PAGE));
+	CHECK(to != MAP_FAILED, "mremap failed");
+	for (size_t i = 0; i < kept; i++) {
+		if (i < kept / 2 && i % 4 == 0)
+			CHECK(is_zero(m + i * PAGE, PAGE), "discarded page %zu not zero", i);
+		else
+			verify_at(m, i, 1, 23, "kept");
+	}
+	verify_at(to - kept * PAGE, kept, moved, 23, "moved");
+	printf("changed while away: %zu pages checked\n", npages);
+	return failures ? 1 : 0;
+}
+
+/*
  * The test SIGKILLs zswapd while this runs: writers in the first half,
  * a reclaim loop, and a fork every 100 ms whose child reads 256 pages of
  * the second half (which nobody writes) and exits.  Then SIGUSR1: stop and
@@ -1622,7 +1659,7 @@ int main(int argc, char **argv)
 		{ "hold", t_hold },	  { "churn", t_churn },
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 		{ "orphan", t_orphan },	  { "scan", t_scan },
-		{ "chaos", t_chaos },
+		{ "chaos", t_chaos }, { "change-while-away", t_change_while_away },
 		{ "fork-unclaimed", t_fork_unclaimed },
 	};
 

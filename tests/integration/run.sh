@@ -2149,6 +2149,31 @@ t_crash() {
 	start_daemon
 }
 
+t_crash_events() {
+	# zswapd killed, the next held back while the process discards evicted pages and
+	# moves others (events nobody reads yet: its madvise and mremap wait); then the
+	# next takes over and reads them: discarded pages read zero, moved ones their data.
+	restart_kept
+	local pid rc
+	LD_PRELOAD=$SHIM "$MEMTEST" change-while-away 16 >"$TMP/ce.out" 2>"$TMP/ce.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -q evicted "$TMP/ce.out" && break; sleep 0.05; done
+	kill -STOP "$(kpid)"
+	kill -KILL "$(dpid)"
+	kill -USR1 $pid
+	sleep 0.5
+	kill -0 $pid # still waiting on its events
+	kill -CONT "$(kpid)"
+	rc=0; wait $pid || rc=$?
+	cat "$TMP/ce.out" "$TMP/ce.err"
+	[ $rc -eq 0 ]
+	grep -q "pages checked" "$TMP/ce.out"
+	pgrep -P "$(kpid)" -x zswapd >"$TMP/dpid"
+	[ "$(stat_of crash_recoveries)" = 1 ]
+	stop_daemon
+	start_daemon
+}
+
 t_crash_exited() {
 	# A process that exits while zswapd is dead is not taken over: its pages and pool
 	# objects go (its pidfd says so, whatever process has its pid by then).
@@ -2396,6 +2421,7 @@ run upgrade_redis t_upgrade_redis
 run keeper t_keeper
 run crash t_crash
 run crash_exited t_crash_exited
+run crash_events t_crash_events
 run crash_chaos t_crash_chaos
 run reattach_timeout t_reattach_timeout
 run crash_redis t_crash_redis
