@@ -104,6 +104,12 @@ $(BUILD)/tests/%: tests/integration/%.c
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
+# systemd's bus, stood in for: sd-bus on both ends.
+$(BUILD)/tests/fakemanager: tests/integration/fakemanager.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs libsystemd)
+
 # Never sanitized, like the shim: preloaded ahead of everything.
 $(BUILD)/tests/%.so: tests/integration/preload/%.c
 	@mkdir -p $(dir $@)

@@ -96,13 +96,16 @@ static bool ctl_find_target(struct conn *c, const struct zs_hdr *h, uint32_t pid
 	return true;
 }
 
-/* What a stop under way refuses; an upgrade is over soon: try again. */
+/* What a stop under way refuses; an upgrade or a restart is over soon: try again. */
 int ctl_refuse_stopping(struct conn *c, uint32_t seq)
 {
-	bool upgrading = c->d->upgrading;
+	const struct daemon *d = c->d;
 
-	return proto_send_error(c->w.fd, seq, upgrading ? -EAGAIN : -ESHUTDOWN,
-				upgrading ? "zswapd is upgrading, try again" : "zswapd is stopping");
+	if (!d->upgrading)
+		return proto_send_error(c->w.fd, seq, -ESHUTDOWN, "zswapd is stopping");
+	return proto_send_error(c->w.fd, seq, -EAGAIN,
+				d->restarting ? "zswapd is restarting, try again" :
+						"zswapd is upgrading, try again");
 }
 
 static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)

@@ -21,8 +21,9 @@
  *                       work, then the reaper; a binary started by an upgrade
  *                       reads the image first
  *   conn, ctl, stats    the control socket
- *   drain, restore, upgrade, handover_save   stop; swapoff for one process;
- *                       the binary replaced in place, every page kept
+ *   restart, drain, restore, upgrade, handover_save   a restart that hands
+ *                       over through the fd store; stop; swapoff for one
+ *                       process; the binary replaced in place, every page kept
  *   recover, survive    a start after a crash takes over what the fd store
  *                       kept; keeping it there
  *   group, proactive    budgets of many processes, cgroup limits; cold
@@ -72,6 +73,7 @@ struct daemon;
 struct journal;
 struct recovery;
 struct fdstore_fd;
+struct signalfd_siginfo;
 
 /*
  * Global counters, declared once in zswap_stats.h: each FIELD there is a
@@ -373,6 +375,7 @@ struct daemon {
 	int exit_code;
 	/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
 	bool upgrading;	      /* quiescing for it: stopping is set too */
+	bool restarting;      /* quiescing to hand over through the fd store (restart.c): upgrading too */
 	/* Before that, the new binary asked what it reads (upgrade.c), serving all along. */
 	struct watch upgrade_check_w; /* its stdout; fd -1 when no check runs */
 	pid_t upgrade_check_pid;
@@ -705,6 +708,18 @@ int upgrade_begin(struct daemon *d, const char **ret_why);
 void upgrade_abandon(struct daemon *d, const char *why);
 bool upgrade_checking(const struct daemon *d);
 void upgrade_step(struct daemon *d);
+/* Step 2 alone: no new work, serving faults; and whether nothing is in flight. */
+void upgrade_quiesce(struct daemon *d);
+bool upgrade_quiet(struct daemon *d);
+
+/* restart.c */
+/* Test hook, for tests only: the address of systemd's bus, a stand-in's. */
+#define ZSWAPD_SYSTEMD_BUS_ENV "ZSWAPD_SYSTEMD_BUS"
+/* Whether the SIGTERM si asks for a restart (systemd's job, or the keeper's). */
+bool restart_asked(struct daemon *d, const struct signalfd_siginfo *si);
+void restart_begin(struct daemon *d);
+/* True once quiet (or after 10 s): the loop ends, the store kept. */
+bool restart_step(struct daemon *d);
 
 /* drain.c */
 void drain_begin(struct daemon *d);

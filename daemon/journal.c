@@ -230,6 +230,7 @@ static void journal_fill_header(struct daemon *d, struct journal *j)
 	}
 	memcpy(h->socket, d->cfg.socket, sizeof(h->socket));
 	h->recoveries = d->st.crash_recoveries;
+	h->restarts = d->st.restarts;
 }
 
 /* A new journal of generation gen, the checkpoint written, complete. */
@@ -544,4 +545,11 @@ void journal_batch_end(struct target *t, const struct batch *b)
 
 	if (t->journaled)
 		journal_append(t->d, JR_BATCH_END, &je, sizeof(je), NULL, 0);
+}
+
+void journal_handed_over(struct daemon *d)
+{
+	uint64_t pid = (uint64_t)getpid();
+
+	journal_append(d, JR_HANDED_OVER, &pid, sizeof(pid), NULL, 0);
 }

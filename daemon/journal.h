@@ -50,6 +50,7 @@ struct jr_header {
 	uint64_t swap_file_size; /* 0: no writeback tier */
 	char socket[CFG_PATH_MAX];
 	uint64_t recoveries; /* crash_recoveries so far */
+	uint64_t restarts;   /* restarts so far (zero in a journal from before it was kept) */
 };
 
 enum jr_type {
@@ -64,6 +65,7 @@ enum jr_type {
 	JR_BATCH,	 /* jr_batch + runs: a batch sent to the agent */
 	JR_BATCH_DONE,	 /* jr_batch_end: the agent's answer to it was read */
 	JR_BATCH_END,	 /* jr_batch_end: committed, or put back */
+	JR_HANDED_OVER,	 /* pid: it exited for a restart, quiet (restart.c): no crash */
 };
 
 struct jr_rec {
@@ -185,5 +187,7 @@ void journal_fork_claim(struct target *child, const struct uffd_msg *msg);
 void journal_batch(struct target *t, const struct batch *b, uint32_t flags);
 void journal_batch_done(struct target *t, const struct batch *b);
 void journal_batch_end(struct target *t, const struct batch *b);
+/* The last record of a zswapd exiting for a restart. */
+void journal_handed_over(struct daemon *d);
 
 #endif

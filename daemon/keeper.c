@@ -35,6 +35,11 @@
  *    death by a signal, or a non-zero exit once a child said READY=1, is
  *    restarted at once with the store; a non-zero exit before any READY=1
  *    is a failed start (a bad config) and ends the keeper with its code.
+ *  - `systemctl restart`: SIGUSR1 sends the child SIGTERM with
+ *    ZS_RESTART_SIGVAL (keeper.h), which tells it from a stop, as systemd's
+ *    restart job does (restart.c).  A child that exits 0 leaving "pool" in
+ *    the store handed over: the next one is started at once, as systemd
+ *    starts the restart job's.
  *
  * Where it differs from systemd, on purpose:
  *  - The store keeps the order of arrival.  systemd prepends each stored
@@ -278,6 +283,14 @@ static void store_add_all(struct keeper *k, int *fds, size_t n, const char *name
 	}
 	log_debug("keeper: stored %zu descriptors as \"%s\"%s, %zu in the store", added, name,
 		  watch ? "" : " (not polled)", k->nstore);
+}
+
+static bool store_find(const struct keeper *k, const char *name)
+{
+	for (size_t i = 0; i < k->nstore; i++)
+		if (strcmp(k->store[i].name, name) == 0)
+			return true;
+	return false;
 }
 
 /* FDSTOREREMOVE=1: closes every descriptor of that name, in one pass. */
@@ -716,6 +729,24 @@ static void child_restart(struct keeper *k, uint64_t usec)
 	}
 }
 
+/* A clean stop, or (the pool left in the store) a hand-over for a restart. */
+static void child_exited_0(struct keeper *k, pid_t pid)
+{
+	if (!store_find(k, "pool")) {
+		log_info("keeper: zswapd (pid %d) stopped cleanly; closing %zu stored descriptors",
+			 (int)pid, k->nstore);
+		keeper_done(k, 0);
+		return;
+	}
+	/* Stopping: the next one gets the stop signal at its start, and gives
+	 * back what it takes over. */
+	log_info("keeper: zswapd (pid %d) handed over for a restart: starting the next with %zu "
+		 "stored descriptors%s",
+		 (int)pid, k->nstore, k->stop_signal ? ", to stop it" : "");
+	store_sweep(k);
+	child_restart(k, 0);
+}
+
 static void child_died(struct keeper *k, int status)
 {
 	pid_t pid = k->child;
@@ -731,9 +762,7 @@ static void child_died(struct keeper *k, int status)
 	else
 		snprintf(how, sizeof(how), "exited with code %d", code);
 	if (!killed && code == 0) {
-		log_info("keeper: zswapd (pid %d) stopped cleanly; closing %zu stored descriptors",
-			 (int)pid, k->nstore);
-		keeper_done(k, 0);
+		child_exited_0(k, pid);
 		return;
 	}
 	if (k->stop_signal) {
@@ -821,6 +850,20 @@ static void on_stop_signal(struct keeper *k, int sig)
 	}
 }
 
+/* A restart: the child hands over instead of draining, and is started again. */
+static void on_restart_signal(struct keeper *k)
+{
+	union sigval v = { .sival_int = ZS_RESTART_SIGVAL };
+
+	if (!k->child || k->stop_signal) {
+		log_info("keeper: SIGUSR1, but no zswapd runs to restart");
+		return;
+	}
+	log_info("keeper: SIGUSR1: restarting zswapd (pid %d)", (int)k->child);
+	if (sigqueue(k->child, SIGTERM, v) < 0)
+		log_error_errno(-errno, "keeper: cannot signal zswapd: %m");
+}
+
 static void on_signal(struct keeper *k)
 {
 	struct signalfd_siginfo si;
@@ -832,6 +875,8 @@ static void on_signal(struct keeper *k)
 			child_reap(k);
 		else if (sig == SIGTERM || sig == SIGINT)
 			on_stop_signal(k, sig);
+		else if (sig == SIGUSR1)
+			on_restart_signal(k);
 		else if (k->child) /* SIGHUP: re-read the config; SIGUSR2: upgrade in place */
 			kill(k->child, sig);
 		else
@@ -940,6 +985,7 @@ static int keeper_setup(struct keeper *k)
 	/* The child's: ours as given, with the four it reads from a signalfd. */
 	sigorset(&k->child_sigmask, &k->child_sigmask, &mask);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	/* The background parent may be gone when READY=1 comes. */
 	sigaction(SIGPIPE, &ign, NULL);

@@ -15,6 +15,13 @@
 #define KEEPER_EXEC_ENV "ZSWAPD_KEEPER_EXEC"
 
 /*
+ * The keeper's restart (its SIGUSR1): SIGTERM sent to zswapd with this
+ * value (sigqueue), which tells it from a stop.  zswapd then exits leaving
+ * its pool in the store (restart.c), and the keeper starts the next one.
+ */
+#define ZS_RESTART_SIGVAL 0x7a737274 /* "zsrt" */
+
+/*
  * Runs the keeper until it is done: starts exe with argv (argv[0] first,
  * NULL-terminated; the daemon's own, -f among them) as its child, and
  * starts it again, with every descriptor it stored, each time it is killed

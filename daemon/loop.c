@@ -216,7 +216,10 @@ int loop_run(struct daemon *d)
 		loop_reap(d);
 		journal_maybe_rewrite(d);
 		loop_housekeeping(d);
-		if (d->upgrading || upgrade_checking(d))
+		if (d->restarting) {
+			if (restart_step(d))
+				return 0; /* the store kept for the next zswapd */
+		} else if (d->upgrading || upgrade_checking(d))
 			upgrade_step(d); /* execs the new binary once quiet */
 		else if (d->stopping && drain_step(d))
 			return d->exit_code;

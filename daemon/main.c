@@ -316,7 +316,9 @@ static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
 			const char *why;
 
 			(void)upgrade_begin(d, &why); /* logged */
-		} else {
+		} else if (restart_asked(d, &si)) {
+			restart_begin(d);
+		} else if (!d->restarting) {
 			upgrade_abandon(d, "asked to stop");
 			drain_begin(d);
 		}
@@ -601,10 +603,15 @@ int main(int argc, char **argv)
 		sd_notify(0, "READY=1");
 	notify_status(&d);
 	r = loop_run(&d);
+	if (d.fdstore && (r != 0 || d.restarting)) {
+		/* Pages still out, kept in the store for the next zswapd.  No
+		 * teardown: releasing our entries would punch their pages out of
+		 * the very memfds it takes over, and journal every process gone.
+		 * We leave as a crash, or an upgrade's exec, would. */
+		_exit(r);
+	}
 	if (r == 0)
 		survive_stop(&d); /* every page is back: nothing to keep */
-	else
-		d.fdstore = false; /* pages still out: kept for the next zswapd */
 	if (!d.socket_activated && r == 0)
 		unlink(d.cfg.socket);
 	daemon_teardown(&d);

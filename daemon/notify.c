@@ -20,7 +20,7 @@ void notify_status(struct daemon *d)
 		targets += !t->dead;
 	ratio = d->st.stored_pages ? (double)pool / ((double)d->st.stored_pages * 4096.0) : 0.0;
 	sd_notifyf(0, "STATUS=%s%llu targets, %llu pages stored in %llu KiB (%.0f%% of their size)",
-		   d->upgrading ? "upgrading: " : d->stopping ? "draining: " : "", (unsigned long long)targets,
+		   d->restarting ? "restarting: " : d->upgrading ? "upgrading: " : d->stopping ? "draining: " : "", (unsigned long long)targets,
 		   (unsigned long long)d->st.stored_pages, (unsigned long long)(pool / 1024),
 		   ratio * 100.0);
 }

@@ -108,7 +108,7 @@ int recover_prepare(struct daemon *d)
 	if (h->swap_file_size && d->kept_swap_fd < 0)
 		return log_error_errno(-EPROTO, "The fd store has no swap file");
 	d->listen_w.fd = fdstore_take(d, "listen");
-	log_info("taking over from a zswapd that died: %s, %zu descriptors kept", rc->in.name,
+	log_info("taking over from the zswapd before: %s, %zu descriptors kept", rc->in.name,
 		 d->nhanded);
 	return 1;
 }
@@ -570,16 +570,18 @@ int recover_load(struct daemon *d)
 	for (struct target *t = d->targets; t; t = t->next)
 		recover_poison_unnamed(t);
 	recover_drop_unused(d, &rc->rp);
-	d->st.crash_recoveries = rc->in.h->recoveries + 1;
+	d->st.crash_recoveries = rc->in.h->recoveries + !rc->rp.handed_over;
+	d->st.restarts = rc->in.h->restarts + rc->rp.handed_over;
 	r = recover_switch(d, rc->in.h);
 	if (r < 0)
 		goto out;
 	recover_announce(d);
-	log_info("took over %u processes and %llu evicted pages in %llu ms", ntargets,
-		 (unsigned long long)pages, (unsigned long long)((now_usec() - rc->start_usec) / 1000));
+	log_info("took over %u processes and %llu evicted pages in %llu ms, after a %s", ntargets,
+		 (unsigned long long)pages, (unsigned long long)((now_usec() - rc->start_usec) / 1000),
+		 rc->rp.handed_over ? "restart" : "crash");
 out:
 	if (r < 0)
-		log_error_errno(r, "Failed to take over from the zswapd that died: %m");
+		log_error_errno(r, "Failed to take over from the zswapd before: %m");
 	free(named);
 	recover_free(rc);
 	d->recovery = NULL;

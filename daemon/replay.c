@@ -364,6 +364,7 @@ static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t l
 		[JR_UNLINK] = sizeof(struct jr_page),	   [JR_INVALIDATE] = sizeof(struct jr_range),
 		[JR_REMAP] = sizeof(struct jr_remap),	   [JR_FORK] = sizeof(struct jr_fork),
 		[JR_BATCH_DONE] = sizeof(struct jr_batch_end), [JR_BATCH_END] = sizeof(struct jr_batch_end),
+		[JR_HANDED_OVER] = sizeof(uint64_t),
 	};
 
 	if (type == JR_BATCH)
@@ -387,6 +388,9 @@ static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t l
 		return rp_remap_rec(rp, p);
 	case JR_FORK:
 		return rp_fork(rp, p);
+	case JR_HANDED_OVER:
+		rp->handed_over = true;
+		return 0;
 	default:
 		return rp_batch_end(rp, p, type == JR_BATCH_DONE);
 	}

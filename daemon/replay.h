@@ -45,6 +45,7 @@ struct replay {
 	struct rtarget **order; /* the targets, as they came */
 	size_t ntargets, cap;
 	uint64_t max_key;
+	bool handed_over; /* the zswapd that wrote it exited for a restart */
 };
 
 /* A journal memfd mapped to be read. */

@@ -103,8 +103,8 @@ static void upgrade_check_end(struct daemon *d)
 		;
 }
 
-/* Step 2: quiesce, serving faults meanwhile; upgrade_step() goes on. */
-static void upgrade_quiesce(struct daemon *d)
+/* Step 2: quiesce, serving faults meanwhile; upgrade_step() goes on (or restart_step()). */
+void upgrade_quiesce(struct daemon *d)
 {
 	d->stopping = d->upgrading = true;
 	d->stop_usec = now_usec();
@@ -114,7 +114,6 @@ static void upgrade_quiesce(struct daemon *d)
 		restore_finish(t, -ESHUTDOWN);
 		evict_pick_free(t);
 	}
-	log_info("upgrade: handing over to %s", d->exe_path);
 	notify_status(d);
 }
 
@@ -134,10 +133,12 @@ static void upgrade_check_done(struct daemon *d, const char *failure)
 	d->upgrade_check_out[d->upgrade_check_n] = '\0';
 	if (!failure && !upgrade_versions_ok(d->upgrade_check_out))
 		failure = "it does not read our image or speak our protocol";
-	if (failure)
+	if (failure) {
 		upgrade_answer_waiters(d, -EPROTO, upgrade_refused(d, failure));
-	else
-		upgrade_quiesce(d);
+		return;
+	}
+	log_info("upgrade: handing over to %s", d->exe_path);
+	upgrade_quiesce(d);
 }
 
 static void upgrade_check_ready(struct daemon *d, struct watch *w, uint32_t events)
@@ -240,7 +241,7 @@ static bool upgrade_target_quiet(struct target *t, uint64_t now)
 	       !t->nthrottled && !t->nunprotect && !t->reads && !t->batch_parent;
 }
 
-static bool upgrade_quiet(struct daemon *d)
+bool upgrade_quiet(struct daemon *d)
 {
 	uint64_t now = now_usec();
 	bool quiet = !wb_busy(d);

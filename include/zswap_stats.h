@@ -79,6 +79,7 @@
 	X(pressure_events, COUNTER, FIELD, "memory pressure events: the host's PSI trigger and cgroups'") \
 	X(upgrades, COUNTER, FIELD, "in-place upgrades (SIGUSR2): a new binary took over every page without faulting one back") \
 	X(crash_recoveries, COUNTER, FIELD, "starts that took over from a zswapd that died, every page kept") \
+	X(restarts, COUNTER, FIELD, "starts that took over from a zswapd stopped for a restart, every page kept") \
 	X(journal_bytes, GAUGE, DERIVED, "bytes of the journal a zswapd started after a crash would read") \
 	X(journal_rewrites, COUNTER, FIELD, "times the journal was written anew from what zswapd holds")
 

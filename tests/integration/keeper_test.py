@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CTL_ENV = "KEEPER_TEST_CTL"  # set: this process is the fake zswapd
@@ -102,9 +103,18 @@ def child_main():
         if sig == signal.SIGTERM:
             os._exit(TERM_CODE)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR2):
+    def on_sigterm():
+        # As zswapd: one sent with sigqueue() (SI_QUEUE) is the keeper's restart,
+        # answered by an exit 0 that leaves the store; any other, a stop.
+        info = signal.sigwaitinfo({signal.SIGTERM})
+        restart = info.si_code == -1 and info.si_pid == os.getppid()
+        ctl.send(json.dumps({"event": "SIGTERM/restart" if restart else "SIGTERM"}).encode())
+        os._exit(0 if restart else TERM_CODE)
+
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR2):
         signal.signal(sig, on_signal)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(FORWARDED) - {signal.SIGTERM})
+    threading.Thread(target=on_sigterm, daemon=True).start()
     ctl.send(json.dumps(hello).encode())
     keep = []
     while True:
@@ -446,8 +456,29 @@ class Test:
                    "the third death before READY=1 in a row: started again after 100 ms, "
                    "with the store",
                    run.text())
+        c.cmd("notify", text="FDSTOREREMOVE=1\nFDNAME=pool")  # else an exit 0 is a restart
         c.cmd("exit", code=0)
         run.wait()
+
+    def test_restart_signal(self):
+        run = Run(self, ["--supervise"])
+        c = run.child()
+        c.cmd("notify", text="READY=1")
+        c.store("pool", data="p")
+        os.kill(run.proc.pid, signal.SIGUSR1)
+        c.event("SIGTERM/restart")
+        c = run.child()
+        self.check(c.names() == ["pool"] and "handed over for a restart" in run.text(),
+                   "SIGUSR1: a SIGTERM sent with sigqueue(); an exit 0 leaving the pool in the "
+                   "store starts the next at once, with the store",
+                   "names %r\n%s" % (c.names(), run.text()))
+        c.cmd("notify", text="READY=1")
+        c.cmd("notify", text="FDSTOREREMOVE=1\nFDNAME=pool")
+        c.cmd("exit", code=0)
+        rc = run.wait()
+        self.check(rc == 0 and "stopped cleanly" in run.text(),
+                   "an exit 0 with no pool left in the store is a stop: the keeper ends with 0",
+                   "exit code %s\n%s" % (rc, run.text()))
 
     def test_clean_exit(self):
         run = Run(self, ["--supervise"])
@@ -506,7 +537,8 @@ def main():
     t = Test(sys.argv[1])
     start = time.monotonic()
     try:
-        for fn in (t.test_restart, t.test_many, t.test_crash_loop, t.test_clean_exit, t.test_start_failure, t.test_background,
+        for fn in (t.test_restart, t.test_many, t.test_crash_loop, t.test_restart_signal,
+                   t.test_clean_exit, t.test_start_failure, t.test_background,
                    t.test_background_failure):
             t.scenario(fn)
         reports = [r.text() for r in t.runs if "Sanitizer" in r.text() or "runtime error" in r.text()]
