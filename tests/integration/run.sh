@@ -2048,16 +2048,21 @@ restart_kept() { restart_using start_kept "$@"; }
 # kill_kept: SIGKILLs the daemon and waits for the one its keeper starts to have taken
 # over (crash_recoveries one more); the milliseconds from the kill to its first answer
 # go to $TMP/stalls.
-kill_kept() {
-	local old n p t0 t1
+kill_kept() { end_kept crash_recoveries kill -KILL; }
+
+# end_kept COUNTER CMD...: CMD ends the daemon (its pid appended); then waits for the
+# one its keeper starts to have taken over (COUNTER one more), as kill_kept.
+end_kept() {
+	local counter=$1 old n p t0 t1
+	shift
 	old=$(dpid)
-	n=$(stat_of crash_recoveries)
+	n=$(stat_of "$counter")
 	t0=$(date +%s%N)
-	kill -KILL "$old"
+	"$@" "$old"
 	for _ in $(seq 800); do
 		p=$(pgrep -P "$(kpid)" -x zswapd || true)
 		if [ -n "$p" ] && [ "$p" != "$old" ] &&
-		   [ "$(stat_of crash_recoveries 2>/dev/null)" = $((n + 1)) ]; then
+		   [ "$(stat_of "$counter" 2>/dev/null)" = $((n + 1)) ]; then
 			t1=$(date +%s%N)
 			echo $(((t1 - t0) / 1000000)) >>"$TMP/stalls"
 			echo "$p" >"$TMP/dpid"
@@ -2065,16 +2070,16 @@ kill_kept() {
 		fi
 		sleep 0.02
 	done
-	log "no zswapd took over after the kill of $old"
+	log "no zswapd took over after $* $old"
 	[ -n "$p" ] && { log "zswapd $p: $(cat /proc/"$p"/wchan)"; cat /proc/"$p"/stack >&2; } || true
 	return 1
 }
 
-# The stalls kill_kept measured: "N kills, p50 X ms, p99 Y ms, max Z ms".
+# The stalls kill_kept and end_kept measured: "N ends, stall p50 X ms, p99 Y ms, max Z ms".
 stall_figures() {
 	sort -n "$TMP/stalls" | awk '{ v[NR] = $1 } END {
 		p50 = v[int((NR + 1) / 2)]; p99 = v[int(NR * 0.99 + 0.999)]
-		printf "%d kills, stall p50 %d ms, p99 %d ms, max %d ms", NR, p50, p99, v[NR] }'
+		printf "%d ends, stall p50 %d ms, p99 %d ms, max %d ms", NR, p50, p99, v[NR] }'
 }
 
 # settle: until writeback has stopped (swap_used_bytes unchanged for half a second).
@@ -2107,44 +2112,115 @@ t_crash() {
 	done
 	sleep 0.5 # the child's registration
 	settle
-	"$CTL" stats >"$TMP/crash.before"
-	"$CTL" list >"$TMP/crash.list.before"
-	[ "$(stat_in "$TMP/crash.before" written_back_pages)" -gt 1000 ] # some on disk
+	"$CTL" stats >"$TMP/crash0"
+	"$CTL" list >"$TMP/crash0.list"
+	[ "$(stat_in "$TMP/crash0" written_back_pages)" -gt 1000 ] # some on disk
 	k=$(kpid)
 	kill_kept
 	[ "$(kpid)" = "$k" ]
-	"$CTL" stats >"$TMP/crash.after"
-	"$CTL" list >"$TMP/crash.list.after"
-	cat "$TMP/crash.list.after"
-	for s in stored_pages compressed_bytes same_filled_pages swap_used_bytes \
-		 stored_incompressible_pages; do
-		[ "$(stat_in "$TMP/crash.before" $s)" = "$(stat_in "$TMP/crash.after" $s)" ] ||
-			{ log "$s: $(stat_in "$TMP/crash.before" $s) before, $(stat_in "$TMP/crash.after" $s) after"; false; }
-	done
-	# Per process: pid and evicted pages, as before.
-	diff <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.before" | sort) \
-	     <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.after" | sort)
-	[ "$(stat_in "$TMP/crash.after" loads)" -lt 16 ] # nothing faulted back
-	grep -q "took over 3 processes" "$TMP/daemon.log"
+	"$CTL" stats >"$TMP/crash1"
+	"$CTL" list >"$TMP/crash1.list"
+	cat "$TMP/crash1.list"
+	levels_kept crash0 crash1
+	[ "$(stat_in "$TMP/crash1" loads)" -lt 16 ] # nothing faulted back
+	grep -q "took over 3 processes .* after a crash" "$TMP/daemon.log"
 	# Killed again right away, before it wrote anything of its own: the same.
 	kill_kept
-	[ "$(stat_of stored_pages)" = "$(stat_in "$TMP/crash.before" stored_pages)" ]
+	[ "$(stat_of stored_pages)" = "$(stat_in "$TMP/crash0" stored_pages)" ]
 	# Upgraded in place, then killed: what the new binary stored is what counts.
 	settle
-	"$CTL" stats >"$TMP/crash.before"
+	"$CTL" stats >"$TMP/crash2"
+	"$CTL" list >"$TMP/crash2.list"
 	"$CTL" upgrade
 	echo "$(pgrep -P "$(kpid)" -x zswapd)" >"$TMP/dpid"
 	kill_kept
-	[ "$(stat_of stored_pages)" = "$(stat_in "$TMP/crash.before" stored_pages)" ]
-	"$CTL" list >"$TMP/crash.list.after"
-	diff <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.before" | sort) \
-	     <(awk 'NR > 1 { print $1, $4 }' "$TMP/crash.list.after" | sort)
+	"$CTL" stats >"$TMP/crash3"
+	"$CTL" list >"$TMP/crash3.list"
+	levels_kept crash2 crash3
 	kill -USR1 $a $b
 	wait $a
 	wait $b
 	[ "$(stat_of stored_pages)" = 0 ]
 	stop_daemon
 	grep -q "took over" "$TMP/daemon.log"
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	start_daemon
+}
+
+# keeper_restart: the keeper's restart (SIGUSR1), what `systemctl restart` is to systemd.
+keeper_restart() { kill -USR1 "$(kpid)"; }
+
+# rss_anon PID: its RssAnon, in kB.
+rss_anon() { awk '/^RssAnon:/ { print $2 }' "/proc/$1/status"; }
+
+# levels_kept BEFORE AFTER: saved `stats` and `list` ($TMP/BEFORE, $TMP/BEFORE.list...)
+# agree on every level, and per process on its evicted pages.
+levels_kept() {
+	for s in stored_pages compressed_bytes same_filled_pages swap_used_bytes \
+		 stored_incompressible_pages; do
+		[ "$(stat_in "$TMP/$1" $s)" = "$(stat_in "$TMP/$2" $s)" ] ||
+			{ log "$s: $(stat_in "$TMP/$1" $s) before, $(stat_in "$TMP/$2" $s) after"; return 1; }
+	done
+	diff <(awk 'NR > 1 { print $1, $4 }' "$TMP/$1.list" | sort) \
+	     <(awk 'NR > 1 { print $1, $4 }' "$TMP/$2.list" | sort)
+}
+
+t_restart() {
+	# `systemctl restart`: SIGTERM, and zswapd asks systemd (a stand-in for its bus)
+	# whether its unit has a restart job.  It has: everything is handed over through the
+	# fd store, nothing faulted back (the processes do not grow), and the next zswapd
+	# serves every page.  The keeper's restart (SIGUSR1) the same.  A stop job drains.
+	local fm a b k rss0
+	"$B/tests/fakemanager" "$TMP/systemd-bus" "$TMP/job" >"$TMP/fm.out" 2>&1 &
+	fm=$!
+	echo restart >"$TMP/job"
+	export ZSWAPD_SYSTEMD_BUS="unix:path=$TMP/systemd-bus"
+	restart_kept "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M" \
+		"recompressor = none"
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/rs_a.out" &
+	a=$!
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/rs_b.out" &
+	b=$!
+	for _ in $(seq 400); do
+		grep -q evicted "$TMP/rs_a.out" && grep -q evicted "$TMP/rs_b.out" && break
+		sleep 0.05
+	done
+	sleep 0.5 # the child's registration
+	settle
+	"$CTL" stats >"$TMP/rs0"
+	"$CTL" list >"$TMP/rs0.list"
+	[ "$(stat_in "$TMP/rs0" written_back_pages)" -gt 1000 ] # some on disk
+	rss0=$(rss_anon $a)
+	k=$(kpid)
+	end_kept restarts kill -TERM # as systemd stops the old one of a restart
+	grep -q "ListJobs restart" "$TMP/fm.out"
+	grep -q "took over 3 processes .* after a restart" "$TMP/daemon.log"
+	[ "$(kpid)" = "$k" ]
+	"$CTL" stats >"$TMP/rs1"
+	"$CTL" list >"$TMP/rs1.list"
+	levels_kept rs0 rs1
+	[ "$(stat_in "$TMP/rs1" loads)" -lt 16 ] # nothing faulted back
+	[ "$(stat_in "$TMP/rs1" crash_recoveries)" = 0 ]
+	[ "$(rss_anon $a)" -lt $((rss0 + 2048)) ] # 32 MiB drained would be 28 MiB more
+	# The keeper's restart, without systemd.
+	end_kept restarts keeper_restart
+	"$CTL" stats >"$TMP/rs2"
+	"$CTL" list >"$TMP/rs2.list"
+	levels_kept rs0 rs2
+	[ "$(stat_in "$TMP/rs2" restarts)" = 2 ]
+	# A stop job: every page back, then the keeper ends with the daemon.
+	echo stop >"$TMP/job"
+	kill -TERM "$(dpid)"
+	for _ in $(seq 600); do [ -e "$TMP/daemon.rc" ] && break; sleep 0.05; done
+	[ "$(cat "$TMP/daemon.rc")" = 0 ]
+	grep -q "ListJobs stop" "$TMP/fm.out"
+	grep -q "stopped: every page is back" "$TMP/daemon.log"
+	[ "$(rss_anon $a)" -gt $((rss0 + 16384)) ] # drained: its pages are back in it
+	kill -USR1 $a $b
+	wait $a
+	wait $b
+	kill $fm
+	unset ZSWAPD_SYSTEMD_BUS
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	start_daemon
 }
@@ -2281,14 +2357,23 @@ t_reattach_timeout() {
 	start_daemon
 }
 
+# install_bin FILE: FILE installed over $TMP/bin/zswapd, as a package upgrade does.
+install_bin() { cp "$1" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"; }
+
 t_crash_redis() {
 	# redis-server, 80% of its memory evicted, answers GETs from redis-benchmark while
-	# zswapd is SIGKILLed 20 times and upgraded once to another build: no client error,
-	# its data (DEBUG DIGEST) unchanged, every kill taken over.
+	# zswapd is SIGKILLed 9 times, restarted 10 times (once to another build, as
+	# `systemctl restart` after a package upgrade) and upgraded in place once to another
+	# build: no client error, its data (DEBUG DIGEST) unchanged, every end taken over.
 	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 		skip "redis-server or redis-benchmark not installed"
+	# The other build: the same sources at -O0 (the upgrade test's, if it ran).
+	[ -x "$TMP/b0/zswapd" ] ||
+		make -C "$ROOT" -s BUILD="$TMP/b0" CFLAGS="-O0 -g" "$TMP/b0/zswapd" >/dev/null
+	mkdir -p "$TMP/bin" && install_bin "$B/zswapd"
+	export ZSWAPD_KEEPER_EXEC=$TMP/bin/zswapd # what the keeper starts: the installed one
 	restart_kept
-	local rpid digest bpid i
+	local rpid digest bpid i kills=0 restarts=0
 	: >"$TMP/stalls"
 	LD_PRELOAD=$SHIM redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" \
 		--appendonly no --enable-debug-command yes --daemonize no >"$TMP/redis.log" 2>&1 &
@@ -2302,22 +2387,36 @@ t_crash_redis() {
 	bpid=$!
 	sleep 1
 	for i in $(seq 20); do
-		kill_kept
-		sleep 0.2
-		if [ "$i" = 10 ]; then
-			# (another build: the -O0 one the upgrade test makes, or this one again)
+		if [ "$i" = 15 ]; then
+			install_bin "$B/zswapd"
 			"$CTL" upgrade
+			[ "$(stat -L -c %s "/proc/$(dpid)/exe")" = "$(stat -c %s "$B/zswapd")" ]
+			continue
 		fi
+		[ "$i" = 10 ] && install_bin "$TMP/b0/zswapd"
+		if [ $((i % 2)) = 0 ]; then
+			end_kept restarts keeper_restart
+			restarts=$((restarts + 1))
+		else
+			kill_kept
+			kills=$((kills + 1))
+		fi
+		[ "$i" != 10 ] ||
+			[ "$(stat -L -c %s "/proc/$(dpid)/exe")" = "$(stat -c %s "$TMP/b0/zswapd")" ]
+		sleep 0.2
 	done
+	[ "$(stat_of restarts)" = $restarts ]
+	[ "$(stat_of crash_recoveries)" = $kills ]
 	kill -INT "$bpid" 2>/dev/null || true
 	wait "$bpid" || true
 	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
 	! grep -qi "error" "$TMP/rb.out"
 	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
-	echo "result: crash_redis: 20 kills and an upgrade under GETs, $(stall_figures), $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
+	echo "result: crash_redis: $kills kills, $restarts restarts (one to an -O0 build) and an upgrade to another build under GETs, $(stall_figures), $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
 	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
 	wait "$rpid" || true
 	stop_daemon
+	unset ZSWAPD_KEEPER_EXEC
 	start_daemon
 }
 
@@ -2420,6 +2519,7 @@ run upgrade_v1 t_upgrade_v1
 run upgrade_redis t_upgrade_redis
 run keeper t_keeper
 run crash t_crash
+run restart t_restart
 run crash_exited t_crash_exited
 run crash_events t_crash_events
 run crash_chaos t_crash_chaos
