@@ -2000,23 +2000,42 @@ PY
 # kept_daemon_pid: the zswapd the keeper KEEPER_PID runs now, if any.
 kept_daemon_pid() { pgrep -P "$KEEPER_PID" -x zswapd || true; }
 
-# chaos_kill: SIGKILL zswapd, wait for its successor to answer; the stall in ms on stdout.
-chaos_kill() {
-	local old n t0 p
+# chaos_end COUNTER CMD...: CMD ends zswapd (its pid appended); wait for its
+# successor to answer with COUNTER one more; the stall in ms on stdout.
+chaos_end() {
+	local counter=$1 old n t0 p
+	shift
 	old=$(kept_daemon_pid)
-	n=$("$B/zswapctl" stats | awk '$1 == "crash_recoveries" { print $2 }')
+	n=$("$B/zswapctl" stats | awk -v k="$counter" '$1 == k { print $2 }')
 	t0=$(date +%s%N)
-	kill -KILL "$old"
+	"$@" "$old"
 	for _ in $(seq 3000); do
 		p=$(kept_daemon_pid)
 		if [ -n "$p" ] && [ "$p" != "$old" ] && [ "$("$B/zswapctl" stats 2>/dev/null |
-			awk '$1 == "crash_recoveries" { print $2 }')" = $((n + 1)) ]; then
+			awk -v k="$counter" '$1 == k { print $2 }')" = $((n + 1)) ]; then
 			echo $((($(date +%s%N) - t0) / 1000000))
 			return 0
 		fi
 		sleep 0.01
 	done
 	return 1
+}
+chaos_kill() { chaos_end crash_recoveries kill -KILL; }
+# (the keeper's restart, what `systemctl restart` is to systemd; the pid is ignored)
+keeper_restart() { kill -USR1 "$KEEPER_PID"; }
+
+# chaos_once NAME COUNTER CMD...: one end of zswapd with everything evicted: the
+# host's used memory around it (NAME.used) and its stall (NAME_stall_ms in figures).
+chaos_once() {
+	local name=$1 ms
+	shift
+	used_sampler "$TMP/chaos/$name.used" 9>&- &
+	KPID=$!
+	sleep 1
+	ms=$(chaos_end "$@") || status="no take-over after the $name"
+	echo "${name}_stall_ms ${ms:--1}" >>"$TMP/chaos/figures"
+	sleep 1
+	kill "$KPID"; wait "$KPID" 2>/dev/null || true; KPID=
 }
 
 run_chaos() {
@@ -2031,17 +2050,15 @@ run_chaos() {
 	KEEPER_PID=$!
 	state_add "pid $KEEPER_PID $B/zswapd"
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && break; sleep 0.05; done
-	# What one kill costs the host with all of it evicted: nothing comes back.
+	# What one kill, and one restart, cost the host with all of it evicted:
+	# nothing comes back.
 	LD_PRELOAD=$B/libzswap.so "$B/tests/memtest" wait-signal "$size" >"$TMP/chaos/wait.out" 9>&- &
 	pid=$!
 	for _ in $(seq 1200); do grep -q evicted "$TMP/chaos/wait.out" && break; sleep 0.1; done
 	"$B/zswapctl" stats >"$TMP/chaos/restart.stats"
-	used_sampler "$TMP/chaos/restart.used" 9>&- &
-	KPID=$!
-	sleep 1
-	echo "restart_stall_ms $(chaos_kill)" >"$TMP/chaos/figures" || status="no take-over"
-	sleep 1
-	kill "$KPID"; wait "$KPID" 2>/dev/null || true; KPID=
+	: >"$TMP/chaos/figures"
+	chaos_once kill crash_recoveries kill -KILL
+	chaos_once restart restarts keeper_restart
 	kill -USR1 $pid; wait $pid || status="the evicted process read a wrong page"
 	# The chaos itself.
 	CHAOS_FORK_MS=1000 LD_PRELOAD=$B/libzswap.so "$B/tests/memtest" chaos "$size" \
@@ -2078,9 +2095,11 @@ for l in open(os.path.join(d, "figures")):
     f[k] = v.strip()
 stalls = sorted(int(x) for x in open(os.path.join(d, "stalls")) if x.strip())
 q = lambda p: stalls[min(len(stalls) - 1, int(round(p * (len(stalls) - 1))))]
-rows = [tuple(map(int, l.split())) for l in open(os.path.join(d, "restart.used")) if len(l.split()) == 2]
-base = statistics.median(r[1] for r in rows[:200])
-rise = max(r[1] for r in rows) - base
+def used_rise(name):
+    rows = [tuple(map(int, l.split())) for l in open(os.path.join(d, name + ".used"))
+            if len(l.split()) == 2]
+    return int(max(r[1] for r in rows) - statistics.median(r[1] for r in rows[:200]))
+rise = {n: used_rise(n) for n in ("kill", "restart")}
 st = dict(l.split()[:2] for l in open(os.path.join(d, "restart.stats")) if len(l.split()) >= 2)
 chaos = open(os.path.join(d, "chaos.out")).read()
 m = re.search(r"chaos: (\d+) children: (\d+) read their pages, (\d+) ended loudly, (\d+) read a "
@@ -2093,7 +2112,9 @@ res = {"host": host, "command": cmd, "date": stamp, "size_mib": int(size), "kill
        "pages_wrong": int(m.group(6)) if m else None, "pages": int(m.group(7)) if m else None,
        "reclaims": int(m.group(5)) if m else None,
        "keeper_fds_before": int(fds[0]), "keeper_fds_after": int(fds[1]),
-       "restart_evicted_pages": int(st["stored_pages"]), "restart_used_rise_kb": int(rise),
+       "evicted_pages": int(st["stored_pages"]),
+       "kill_used_rise_kb": rise["kill"], "kill_stall_ms": int(f.get("kill_stall_ms", -1)),
+       "restart_used_rise_kb": rise["restart"],
        "restart_stall_ms": int(f.get("restart_stall_ms", -1)), "status": f["status"]}
 json.dump(res, open(os.path.join(out, "chaos.json"), "w"), indent=1)
 with open(os.path.join(out, "chaos.md"), "w") as o:
@@ -2109,9 +2130,11 @@ with open(os.path.join(out, "chaos.md"), "w") as o:
         o.write("| pages of the process checked at the end | %s, %s wrong |\n" % (m.group(7), m.group(6)))
         o.write("| reclaims completed meanwhile | %s |\n" % m.group(5))
     o.write("| the keeper's descriptors, before the kills and after | %s, %s |\n" % (fds[0], fds[1]))
-    o.write("| one kill with %d pages evicted: the host's used memory, peak rise | %d MiB (%.1f%% of the evicted) |\n"
-            % (res["restart_evicted_pages"], rise // 1024, 100.0 * rise / (res["restart_evicted_pages"] * 4)))
-    o.write("| ... its stall | %d ms |\n\nStatus: %s.\n" % (res["restart_stall_ms"], res["status"]))
+    for n, what in (("kill", "one kill (SIGKILL)"), ("restart", "one restart (the keeper's, as `systemctl restart`)")):
+        o.write("| %s with %d pages evicted: the host's used memory, peak rise; stall | %d MiB (%.1f%% of the evicted); %d ms |\n"
+                % (what, res["evicted_pages"], rise[n] // 1024, 100.0 * rise[n] / (res["evicted_pages"] * 4),
+                   res[n + "_stall_ms"]))
+    o.write("\nStatus: %s.\n" % res["status"])
 print(open(os.path.join(out, "chaos.md")).read())
 PY
 	[ "$status" = ok ] || { echo "bench: FAILED: $status" >&2; tail -n 20 "$TMP/chaos/daemon.log" >&2; return 1; }
