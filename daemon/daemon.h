@@ -376,6 +376,7 @@ struct daemon {
 	/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
 	bool upgrading;	      /* quiescing for it: stopping is set too */
 	bool restarting;      /* quiescing to hand over through the fd store (restart.c): upgrading too */
+	bool restart_by_systemd; /* its restart job asked for it: asked again before we go */
 	/* Before that, the new binary asked what it reads (upgrade.c), serving all along. */
 	struct watch upgrade_check_w; /* its stdout; fd -1 when no check runs */
 	pid_t upgrade_check_pid;
@@ -550,6 +551,8 @@ bool wb_read_room(const struct daemon *d);
 int wb_load_sync(struct daemon *d, const struct entry *e, void *page);
 void wb_forget_target(struct target *t);
 bool wb_busy(const struct daemon *d);
+/* Blocks a zswapd that died was writing: not reused for a while (recover.c). */
+void wb_hold(struct daemon *d, const uint64_t *blocks, size_t n);
 /* The swap file's descriptor, -1 if there is none. */
 int wb_fd(const struct daemon *d);
 

@@ -23,6 +23,7 @@
 #include "journal.h"
 #include "log.h"
 #include "pool.h"
+#include "swapmap.h"
 
 struct journal {
 	int fd;
@@ -185,10 +186,19 @@ static uint32_t journal_batch_flags(const struct batch *b)
 	return (b->move_first ? ZS_EVICT_MOVE_FIRST : 0) | (b->no_unshare ? ZS_EVICT_NO_UNSHARE : 0);
 }
 
-/* Every journaled target, its pages and its batch in flight: the state, as records. */
+/* Every journaled target, its pages and its batch in flight, every swap file
+ * block being written: the state, as records. */
 static int journal_checkpoint(struct daemon *d, struct journal *j)
 {
+	uint64_t nblocks = d->swapmap ? swapmap_nblocks(d->swapmap) : 0;
 	int r = 0;
+
+	for (uint64_t b = 0;
+	     r == 0 && b < nblocks && (b = swapmap_next_writing(d->swapmap, b)) < nblocks; b++) {
+		struct jr_swap_write jw = { b, 0 };
+
+		r = journal_put(j, JR_SWAP_WRITE, &jw, sizeof(jw), NULL, 0);
+	}
 
 	for (struct target *t = d->targets; t && r == 0; t = t->next)
 		if (t->journaled && !t->dead)
@@ -552,4 +562,11 @@ void journal_handed_over(struct daemon *d)
 	uint64_t pid = (uint64_t)getpid();
 
 	journal_append(d, JR_HANDED_OVER, &pid, sizeof(pid), NULL, 0);
+}
+
+void journal_swap_write(struct daemon *d, uint64_t block, bool done)
+{
+	struct jr_swap_write jw = { block, done };
+
+	journal_append(d, JR_SWAP_WRITE, &jw, sizeof(jw), NULL, 0);
 }

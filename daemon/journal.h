@@ -66,6 +66,7 @@ enum jr_type {
 	JR_BATCH_DONE,	 /* jr_batch_end: the agent's answer to it was read */
 	JR_BATCH_END,	 /* jr_batch_end: committed, or put back */
 	JR_HANDED_OVER,	 /* pid: it exited for a restart, quiet (restart.c): no crash */
+	JR_SWAP_WRITE,	 /* jr_swap_write: a write to a swap file block began, or ended */
 };
 
 struct jr_rec {
@@ -145,6 +146,11 @@ struct jr_batch_end {
 	uint64_t id;
 };
 
+struct jr_swap_write {
+	uint64_t block;
+	uint64_t done; /* 0: submitted; 1: completed, whatever its result */
+};
+
 /* The names of a target's descriptors in the store: t<key>.<what>. */
 enum journal_fd {
 	JOURNAL_FD_UFFD,
@@ -189,5 +195,11 @@ void journal_batch_done(struct target *t, const struct batch *b);
 void journal_batch_end(struct target *t, const struct batch *b);
 /* The last record of a zswapd exiting for a restart. */
 void journal_handed_over(struct daemon *d);
+/*
+ * A write to swap file block `block` is submitted (done false: before it
+ * is), or completed.  A write of a zswapd that died may land after the next
+ * zswapd took over; that one keeps the block unused meanwhile (wb_hold()).
+ */
+void journal_swap_write(struct daemon *d, uint64_t block, bool done);
 
 #endif

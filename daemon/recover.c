@@ -555,6 +555,7 @@ int recover_load(struct daemon *d)
 	r = recover_entries(d, &rc->rp, named);
 	if (r < 0)
 		goto out;
+	wb_hold(d, rc->rp.writing, rc->rp.nwriting);
 	/* Before anything is stored: a page put back later may take a handle. */
 	recover_release_unnamed(d, named);
 	for (size_t i = 0; r == 0 && i < rc->rp.ntargets; i++)

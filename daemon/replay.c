@@ -71,9 +71,6 @@ static int rmap_put(struct rmap *m, uint64_t key, void *val)
 	return 0;
 }
 
-
-
-
 static int rp_target(struct replay *rp, uint64_t key, bool create, struct rtarget **ret)
 {
 	struct rtarget *rt = rmap_get(&rp->targets, key);
@@ -355,6 +352,33 @@ static int rp_target_rec(struct replay *rp, const struct jr_target *jt)
 	return r;
 }
 
+/* Few at a time (the writeback's queue): a list. */
+static int rp_swap_write(struct replay *rp, const struct jr_swap_write *jw)
+{
+	size_t i = 0;
+
+	while (i < rp->nwriting && rp->writing[i] != jw->block)
+		i++;
+	if (jw->done) {
+		if (i < rp->nwriting)
+			rp->writing[i] = rp->writing[--rp->nwriting];
+		return 0;
+	}
+	if (i < rp->nwriting)
+		return 0;
+	if (rp->nwriting == rp->writing_cap) {
+		size_t cap = rp->writing_cap ? 2 * rp->writing_cap : 16;
+		uint64_t *w = realloc(rp->writing, cap * sizeof(*w));
+
+		if (!w)
+			return -ENOMEM;
+		rp->writing = w;
+		rp->writing_cap = cap;
+	}
+	rp->writing[rp->nwriting++] = jw->block;
+	return 0;
+}
+
 /* Applies one record; -EPROTO if its length is not its type's. */
 static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t len)
 {
@@ -364,7 +388,7 @@ static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t l
 		[JR_UNLINK] = sizeof(struct jr_page),	   [JR_INVALIDATE] = sizeof(struct jr_range),
 		[JR_REMAP] = sizeof(struct jr_remap),	   [JR_FORK] = sizeof(struct jr_fork),
 		[JR_BATCH_DONE] = sizeof(struct jr_batch_end), [JR_BATCH_END] = sizeof(struct jr_batch_end),
-		[JR_HANDED_OVER] = sizeof(uint64_t),
+		[JR_HANDED_OVER] = sizeof(uint64_t), [JR_SWAP_WRITE] = sizeof(struct jr_swap_write),
 	};
 
 	if (type == JR_BATCH)
@@ -391,6 +415,8 @@ static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t l
 	case JR_HANDED_OVER:
 		rp->handed_over = true;
 		return 0;
+	case JR_SWAP_WRITE:
+		return rp_swap_write(rp, p);
 	default:
 		return rp_batch_end(rp, p, type == JR_BATCH_DONE);
 	}
@@ -456,7 +482,6 @@ int replay_run(const struct journal_in *in, struct replay *rp)
 	return 0;
 }
 
-
 void replay_free(struct replay *rp)
 {
 	for (size_t i = 0; i < rp->ntargets; i++) {
@@ -472,4 +497,5 @@ void replay_free(struct replay *rp)
 	free(rp->targets.vals);
 	free(rp->entries.keys);
 	free(rp->entries.vals);
+	free(rp->writing);
 }

@@ -46,6 +46,8 @@ struct replay {
 	size_t ntargets, cap;
 	uint64_t max_key;
 	bool handed_over; /* the zswapd that wrote it exited for a restart */
+	uint64_t *writing; /* swap file blocks with a write submitted, not completed */
+	size_t nwriting, writing_cap;
 };
 
 /* A journal memfd mapped to be read. */

@@ -129,7 +129,8 @@ bool restart_asked(struct daemon *d, const struct signalfd_siginfo *si)
 	if (si->ssi_code == SI_QUEUE && si->ssi_int == ZS_RESTART_SIGVAL &&
 	    (pid_t)si->ssi_pid == getppid())
 		return true;
-	return systemd_restarting();
+	d->restart_by_systemd = systemd_restarting();
+	return d->restart_by_systemd;
 }
 
 void restart_begin(struct daemon *d)
@@ -148,6 +149,14 @@ bool restart_step(struct daemon *d)
 		log_warning("restart: no quiet moment in %llu s; the next zswapd takes over what is "
 			    "in flight, as after a crash",
 			    (unsigned long long)(RESTART_QUIET_USEC / 1000000));
+	}
+	/* A stop asked for meanwhile replaces the restart job: systemd would
+	 * then close the store once we are gone. */
+	if (d->restart_by_systemd && !systemd_restarting()) {
+		log_warning("restart: systemd no longer restarts zswapd; stopping instead");
+		d->restarting = d->upgrading = d->stopping = false;
+		drain_begin(d);
+		return false;
 	}
 	journal_handed_over(d);
 	log_info("restart: exiting; the fd store keeps every page for the next zswapd");

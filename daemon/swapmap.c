@@ -99,6 +99,13 @@ void swapmap_set_writing(struct swapmap *m, uint64_t b, bool writing)
 	m->writing[b] = writing;
 }
 
+uint64_t swapmap_next_writing(const struct swapmap *m, uint64_t b)
+{
+	while (b < m->nblocks && !m->writing[b])
+		b++;
+	return b;
+}
+
 void swapmap_unalloc(struct swapmap *m, uint64_t b)
 {
 	if (swapmap_block_free(m, b))

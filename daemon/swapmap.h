@@ -33,6 +33,8 @@ int swapmap_adopt(struct swapmap *m, uint64_t b);
 void swapmap_put(struct swapmap *m, uint64_t b);
 /* A write to b is in flight: b is not free, whatever its objects. */
 void swapmap_set_writing(struct swapmap *m, uint64_t b, bool writing);
+/* The first block from b on with a write in flight; nblocks if none. */
+uint64_t swapmap_next_writing(const struct swapmap *m, uint64_t b);
 /* Gives back a block taken by swapmap_alloc() that got no object. */
 void swapmap_unalloc(struct swapmap *m, uint64_t b);
 /* Bytes of the blocks in use (whole blocks: the waste inside them shows). */

@@ -47,6 +47,7 @@
 #define WB_QUEUE_DEPTH 64
 #define WB_WRITE_BLOCKS 16		 /* blocks packed per writeback round */
 #define WB_BACKOFF_USEC (5 * 1000000ull) /* after an error, before trying again */
+#define WB_HOLD_USEC (10 * 1000000ull)	 /* a dead zswapd's blocks, after the take-over */
 
 enum wb_op { WB_WRITE, WB_READ, WB_READAHEAD };
 
@@ -74,6 +75,10 @@ struct wb {
 	uint64_t backoff_until;
 	bool error_streak;
 	unsigned read_align; /* O_DIRECT offset alignment: a fault reads these units of a block */
+	/* Blocks the zswapd before us may still be writing (wb_hold()). */
+	uint64_t *held;
+	size_t nheld;
+	uint64_t held_until;
 };
 
 static struct wb_io *wb_io_new(enum wb_op op)
@@ -152,9 +157,11 @@ static int wb_write_one(struct daemon *d)
 	}
 	memset(io->buf + off, 0, WB_BLOCK - off);
 	swapmap_set_writing(wb->map, io->block, true);
+	journal_swap_write(d, io->block, false);
 	r = wb_submit(wb, io);
 	if (r < 0) {
 		/* Not even submitted: everything goes back as it was. */
+		journal_swap_write(d, io->block, true);
 		swapmap_set_writing(wb->map, io->block, false);
 		for (unsigned i = io->nentries; i-- > 0;) {
 			struct entry *e = io->entries[i];
@@ -179,6 +186,47 @@ static bool wb_pool_over_threshold(struct daemon *d)
 }
 
 /*
+ * A zswapd killed with writes in flight leaves them to the kernel, which
+ * completes them as it tears its io_uring down, after it is gone: one could
+ * land on a block we took over as free and wrote since.  So the blocks the
+ * journal names as being written when it died are held, not free, until
+ * WB_HOLD_USEC after the take-over; no write stays in flight that long.
+ */
+void wb_hold(struct daemon *d, const uint64_t *blocks, size_t n)
+{
+	struct wb *wb = d->wb;
+
+	if (!wb || !n)
+		return;
+	wb->held = calloc(n, sizeof(*wb->held));
+	if (!wb->held) /* without the list, held for good: still never reused */
+		log_warning("holding %zu swap file blocks for good: out of memory", n);
+	for (size_t i = 0; i < n; i++) {
+		if (blocks[i] >= swapmap_nblocks(wb->map))
+			continue;
+		swapmap_set_writing(wb->map, blocks[i], true);
+		if (wb->held)
+			wb->held[wb->nheld++] = blocks[i];
+	}
+	wb->held_until = now_usec() + WB_HOLD_USEC;
+	log_info("holding %zu swap file blocks the zswapd before was writing, for %llu s", n,
+		 (unsigned long long)(WB_HOLD_USEC / 1000000));
+}
+
+static void wb_release_held(struct daemon *d)
+{
+	struct wb *wb = d->wb;
+
+	for (size_t i = 0; i < wb->nheld; i++) {
+		journal_swap_write(d, wb->held[i], true);
+		swapmap_set_writing(wb->map, wb->held[i], false);
+	}
+	free(wb->held);
+	wb->held = NULL;
+	wb->nheld = 0;
+}
+
+/*
  * Called every loop turn: while the pool is over accept_threshold_percent of
  * its limit, keep up to WB_WRITE_BLOCKS blocks of writeback in flight.
  */
@@ -187,6 +235,8 @@ void wb_run(struct daemon *d)
 	struct wb *wb = d->wb;
 	int r;
 
+	if (wb && wb->nheld && now_usec() >= wb->held_until)
+		wb_release_held(d);
 	if (!wb || d->stopping || now_usec() < wb->backoff_until)
 		return;
 	while (wb->inflight < WB_WRITE_BLOCKS && entry_lru_next(d)->head && wb_pool_over_threshold(d)) {
@@ -212,6 +262,7 @@ static void wb_write_done(struct daemon *d, struct wb_io *io, int res)
 	struct wb *wb = d->wb;
 	bool ok = res == (int)WB_BLOCK;
 
+	journal_swap_write(d, io->block, true);
 	swapmap_set_writing(wb->map, io->block, false);
 	if (!ok) {
 		d->st.writeback_errors++;
@@ -585,6 +636,7 @@ void wb_close(struct daemon *d)
 	io_uring_queue_exit(&wb->ring);
 	close(wb->fd);
 	swapmap_free(wb->map);
+	free(wb->held);
 	free(wb);
 	d->wb = NULL;
 	d->swapmap = NULL;
@@ -595,7 +647,8 @@ int wb_fd(const struct daemon *d)
 	return d->wb ? d->wb->fd : -1;
 }
 
+/* Writes in flight, ours or (held blocks) maybe the zswapd's before us. */
 bool wb_busy(const struct daemon *d)
 {
-	return d->wb && d->wb->inflight;
+	return d->wb && (d->wb->inflight || d->wb->nheld);
 }

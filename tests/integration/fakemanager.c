@@ -6,7 +6,9 @@
  *
  *   GetUnitByPID(u) -> o     /org/freedesktop/systemd1/unit/zswapd_2eservice
  *   ListJobs() -> a(usssoo)  one job on that unit, of the type JOBFILE holds
- *                            ("restart", "stop"); none if it is empty
+ *                            ("restart", "stop"); none if it is empty.  With
+ *                            more lines, a call answers the first and takes
+ *                            it out of the file.
  *
  * Each call is printed on stdout.  Serves one connection after another,
  * until killed.
@@ -50,9 +52,17 @@ static int list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *err)
 	(void)err;
 	f = fopen(job_file, "re");
 	if (f) {
-		if (fscanf(f, "%31s", type) != 1)
+		char line[32], rest[4096];
+		size_t n;
+
+		if (fgets(line, sizeof(line), f) && sscanf(line, "%31s", type) != 1)
 			type[0] = '\0';
+		n = fread(rest, 1, sizeof(rest), f);
 		fclose(f);
+		if (n > 0 && (f = fopen(job_file, "we"))) {
+			fwrite(rest, 1, n, f);
+			fclose(f);
+		}
 	}
 	printf("ListJobs %s\n", type[0] ? type : "(none)");
 	fflush(stdout);

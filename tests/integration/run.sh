@@ -2169,7 +2169,8 @@ t_restart() {
 	# `systemctl restart`: SIGTERM, and zswapd asks systemd (a stand-in for its bus)
 	# whether its unit has a restart job.  It has: everything is handed over through the
 	# fd store, nothing faulted back (the processes do not grow), and the next zswapd
-	# serves every page.  The keeper's restart (SIGUSR1) the same.  A stop job drains.
+	# serves every page.  The keeper's restart (SIGUSR1) the same.  A stop job that
+	# replaced the restart job meanwhile drains.
 	local fm a b k rss0
 	"$B/tests/fakemanager" "$TMP/systemd-bus" "$TMP/job" >"$TMP/fm.out" 2>&1 &
 	fm=$!
@@ -2208,12 +2209,14 @@ t_restart() {
 	"$CTL" list >"$TMP/rs2.list"
 	levels_kept rs0 rs2
 	[ "$(stat_in "$TMP/rs2" restarts)" = 2 ]
-	# A stop job: every page back, then the keeper ends with the daemon.
-	echo stop >"$TMP/job"
+	# A restart job that a stop job replaced before zswapd went (asked again once
+	# quiet): every page back, then the keeper ends with the daemon.
+	printf 'restart\nstop\n' >"$TMP/job"
 	kill -TERM "$(dpid)"
 	for _ in $(seq 600); do [ -e "$TMP/daemon.rc" ] && break; sleep 0.05; done
 	[ "$(cat "$TMP/daemon.rc")" = 0 ]
 	grep -q "ListJobs stop" "$TMP/fm.out"
+	grep -q "systemd no longer restarts zswapd; stopping instead" "$TMP/daemon.log"
 	grep -q "stopped: every page is back" "$TMP/daemon.log"
 	[ "$(rss_anon $a)" -gt $((rss0 + 16384)) ] # drained: its pages are back in it
 	kill -USR1 $a $b
@@ -2322,7 +2325,7 @@ t_crash_chaos() {
 	log "keeper descriptors: $fds0 before the kills, $fds1 after"
 	[ "$fds1" -le $((fds0 + 4)) ]
 	! grep -q "named by no entry\|poisoned" "$TMP/daemon.log"
-	echo "result: $(stall_figures), $(grep -o '[0-9]* children' "$TMP/chaos.out") all right"
+	echo "result: $(stall_figures), $(grep -o '[0-9]* children' "$TMP/chaos.out") all right, $(grep -c 'holding .* swap file blocks' "$TMP/daemon.log" || true) take-overs held blocks still being written"
 	stop_daemon
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	start_daemon
