@@ -365,7 +365,8 @@ start_daemon() {  # COMPRESSOR [CONFIG]
 		conf=$TMP/zswapd-extra.conf
 	fi
 	${BENCH_DAEMON_CPUS:+taskset -c "$BENCH_DAEMON_CPUS"} \
-		"$B/zswapd" -f -s "$ZSWAP_SOCKET" --compressor "$1" ${conf:+-c "$conf"} 2>"$TMP/daemon.log" 9>&- &
+		"$B/zswapd" ${SUPERVISE:+--supervise} -f -s "$ZSWAP_SOCKET" --compressor "$1" \
+		${conf:+-c "$conf"} 2>"$TMP/daemon.log" 9>&- &
 	DPID=$!
 	state_add "pid $DPID $B/zswapd"
 	for _ in $(seq 100); do "$B/zswapctl" stats >/dev/null 2>&1 && return 0; sleep 0.05; done
@@ -507,6 +508,15 @@ run_micro() {
 	printf ',{"compressor":"lzo, recompressed with zstd","host":"%s","date":"%s","result":%s}' \
 		"$host" "$stamp" "$res" >>"$json"
 	micro_row "zswapd lzo, recompressed by zstd (1 round)" "$res"
+	# lzo as the shipped unit runs it, under an fd store (here its keeper):
+	# every store and load journaled, every page taken out marked.
+	SUPERVISE=1 start_daemon lzo
+	res=$(LD_PRELOAD=$B/libzswap.so "$B/micro" $MIB $ROUNDS)
+	stop_daemon
+	echo "lzo, surviving a crash: $res"
+	printf ',{"compressor":"lzo, surviving a crash","host":"%s","date":"%s","result":%s}' \
+		"$host" "$stamp" "$res" >>"$json"
+	micro_row "zswapd lzo, surviving a crash (fd store: journal, markers)" "$res"
 	if kernel_cases_possible; then
 		run_micro_kernel "$MIB" "$ROUNDS"
 	else

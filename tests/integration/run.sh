@@ -2094,27 +2094,34 @@ settle() {
 	return 1
 }
 
-t_crash() {
-	# zswapd SIGKILLed with pages in its pool and its swap file, a process and one that
-	# forked a child sharing its pages: the zswapd its keeper starts takes every page
-	# over, faults none back, and every level is as it was; every byte comes back.
-	# (no recompressor: what it would do after the take-over is not a level that changed)
+# kept_setup NAME: a zswapd under its keeper with a pool and a swap file, a process
+# with 32 MiB evicted (pid in a) and one with 16 MiB that forked a child sharing them
+# (b), part of it on disk, writeback settled; its stats and list in $TMP/NAME0(.list).
+# (no recompressor: what it would do after a take-over is not a level that changed)
+kept_setup() {
 	restart_kept "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M" \
 		"recompressor = none"
-	local a b k
-	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/crash_a.out" &
+	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/$1_a.out" &
 	a=$!
-	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/crash_b.out" &
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/$1_b.out" &
 	b=$!
 	for _ in $(seq 400); do
-		grep -q evicted "$TMP/crash_a.out" && grep -q evicted "$TMP/crash_b.out" && break
+		grep -q evicted "$TMP/$1_a.out" && grep -q evicted "$TMP/$1_b.out" && break
 		sleep 0.05
 	done
 	sleep 0.5 # the child's registration
 	settle
-	"$CTL" stats >"$TMP/crash0"
-	"$CTL" list >"$TMP/crash0.list"
-	[ "$(stat_in "$TMP/crash0" written_back_pages)" -gt 1000 ] # some on disk
+	"$CTL" stats >"$TMP/${1}0"
+	"$CTL" list >"$TMP/${1}0.list"
+	[ "$(stat_in "$TMP/${1}0" written_back_pages)" -gt 1000 ] # some on disk
+}
+
+t_crash() {
+	# zswapd SIGKILLed with pages in its pool and its swap file, a process and one that
+	# forked a child sharing its pages: the zswapd its keeper starts takes every page
+	# over, faults none back, and every level is as it was; every byte comes back.
+	local a b k
+	kept_setup crash
 	k=$(kpid)
 	kill_kept
 	[ "$(kpid)" = "$k" ]
@@ -2176,21 +2183,7 @@ t_restart() {
 	fm=$!
 	echo restart >"$TMP/job"
 	export ZSWAPD_SYSTEMD_BUS="unix:path=$TMP/systemd-bus"
-	restart_kept "max_pool_bytes = 8M" "swap_file = $TMP/swap" "swap_file_size = 128M" \
-		"recompressor = none"
-	LD_PRELOAD=$SHIM "$MEMTEST" wait-signal 32 >"$TMP/rs_a.out" &
-	a=$!
-	LD_PRELOAD=$SHIM "$MEMTEST" fork-wait 16 >"$TMP/rs_b.out" &
-	b=$!
-	for _ in $(seq 400); do
-		grep -q evicted "$TMP/rs_a.out" && grep -q evicted "$TMP/rs_b.out" && break
-		sleep 0.05
-	done
-	sleep 0.5 # the child's registration
-	settle
-	"$CTL" stats >"$TMP/rs0"
-	"$CTL" list >"$TMP/rs0.list"
-	[ "$(stat_in "$TMP/rs0" written_back_pages)" -gt 1000 ] # some on disk
+	kept_setup rs
 	rss0=$(rss_anon $a)
 	k=$(kpid)
 	end_kept restarts kill -TERM # as systemd stops the old one of a restart
@@ -2365,8 +2358,8 @@ install_bin() { cp "$1" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/
 
 t_crash_redis() {
 	# redis-server, 80% of its memory evicted, answers GETs from redis-benchmark while
-	# zswapd is SIGKILLed 9 times, restarted 10 times (once to another build, as
-	# `systemctl restart` after a package upgrade) and upgraded in place once to another
+	# zswapd is restarted 20 times (once to another build, as `systemctl restart` after
+	# a package upgrade), SIGKILLed 10 times and upgraded in place once to another
 	# build: no client error, its data (DEBUG DIGEST) unchanged, every end taken over.
 	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 		skip "redis-server or redis-benchmark not installed"
@@ -2389,23 +2382,22 @@ t_crash_redis() {
 	redis-benchmark -s "$TMP/redis.sock" -t get -r 200000 -n 3000000 -c 8 -q >"$TMP/rb.out" 2>&1 &
 	bpid=$!
 	sleep 1
-	for i in $(seq 20); do
-		if [ "$i" = 15 ]; then
-			install_bin "$B/zswapd"
-			"$CTL" upgrade
-			[ "$(stat -L -c %s "/proc/$(dpid)/exe")" = "$(stat -c %s "$B/zswapd")" ]
-			continue
-		fi
-		[ "$i" = 10 ] && install_bin "$TMP/b0/zswapd"
-		if [ $((i % 2)) = 0 ]; then
-			end_kept restarts keeper_restart
-			restarts=$((restarts + 1))
-		else
+	for i in $(seq 30); do
+		[ "$i" != 10 ] || install_bin "$TMP/b0/zswapd"
+		if [ $((i % 3)) = 0 ]; then
 			kill_kept
 			kills=$((kills + 1))
+		else
+			end_kept restarts keeper_restart
+			restarts=$((restarts + 1))
 		fi
 		[ "$i" != 10 ] ||
 			[ "$(stat -L -c %s "/proc/$(dpid)/exe")" = "$(stat -c %s "$TMP/b0/zswapd")" ]
+		if [ "$i" = 20 ]; then
+			install_bin "$B/zswapd"
+			"$CTL" upgrade
+			[ "$(stat -L -c %s "/proc/$(dpid)/exe")" = "$(stat -c %s "$B/zswapd")" ]
+		fi
 		sleep 0.2
 	done
 	[ "$(stat_of restarts)" = $restarts ]
