@@ -70,7 +70,10 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		e->readahead = 0;
 		wb_readahead(t, addr); /* a sequential reader keeps its readahead going */
 	}
-	if (entry_is_zero(e) && !write) {
+	/* A marked page (hazard 8) refuses ZEROPAGE, and clearing the marker
+	 * first costs two reads of pagemap and a write-protect: a copy of
+	 * zeros writes over it, as the kernel's own swap-in gives a page. */
+	if (entry_is_zero(e) && !write && !target_marks(t)) {
 		t0 = now_nsec();
 		r = uffd_zeropage(t->uffd_w.fd, addr);
 		d->st.load_map_nsec += now_nsec() - t0;
@@ -151,7 +154,7 @@ static void load_prefetch(struct target *t, const struct prefetch_window *w)
 		}
 		if (pgno >= end)
 			break;
-		zero = entry_is_zero(e);
+		zero = entry_is_zero(e) && !target_marks(t); /* as load_from_pool() */
 		if (n && (zero || pgno != run_first + n)) {
 			uint32_t done = load_prefetch_run(t, run_first, run, n);
 
