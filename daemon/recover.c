@@ -70,6 +70,35 @@ struct recovery {
 	uint64_t start_usec;
 };
 
+/* A key whose value in the file the pool taken over overrides: said, once. */
+static void recover_note(const char *key, const char *in_file, const char *kept)
+{
+	if (strcmp(in_file, kept) != 0)
+		log_warning("%s = %s in the configuration, but the pool taken over was made with %s: "
+			    "%s stays until zswapd is stopped and started",
+			    key, in_file, kept, kept);
+}
+
+static void recover_note_config(const struct daemon *d, const struct jr_header *h)
+{
+	char file[32], kept[32];
+
+	recover_note("compressor", comp_name(d->cfg.compressor), h->compressor);
+	recover_note("recompressor",
+		     d->cfg.recompressor == CFG_RECOMP_NONE ?
+			     "none" :
+			     comp_name((enum comp_alg)d->cfg.recompressor),
+		     h->recompressor[0] ? h->recompressor : "none");
+	recover_note("swap_file", d->cfg.swap_file, h->swap_file);
+	snprintf(file, sizeof(file), "%llu", (unsigned long long)d->cfg.swap_file_size);
+	snprintf(kept, sizeof(kept), "%llu", (unsigned long long)h->swap_file_size);
+	recover_note("swap_file_size", file, kept);
+	recover_note("socket", d->cfg.socket, h->socket);
+	snprintf(file, sizeof(file), "%u", (unsigned)d->cfg.evict_batch_pages);
+	snprintf(kept, sizeof(kept), "%u", (unsigned)h->evict_batch_pages);
+	recover_note("evict_batch_pages", file, kept);
+}
+
 int recover_prepare(struct daemon *d)
 {
 	struct recovery *rc;
@@ -92,6 +121,7 @@ int recover_prepare(struct daemon *d)
 	d->recovery = rc;
 	h = rc->in.h;
 	/* What the pool was made with stands, whatever the config says now. */
+	recover_note_config(d, h);
 	if (comp_parse(h->compressor, &alg) < 0)
 		return log_error_errno(-EPROTO, "journal: unknown compressor %.16s", h->compressor);
 	d->cfg.compressor = alg;

@@ -2186,7 +2186,11 @@ t_restart() {
 	kept_setup rs
 	rss0=$(rss_anon $a)
 	k=$(kpid)
+	# (a compressor changed in the file meanwhile waits for a stop and a start)
+	echo "compressor = zstd" >>"$TMP/zswapd.conf"
 	end_kept restarts kill -TERM # as systemd stops the old one of a restart
+	grep -q "compressor = zstd in the configuration, but the pool taken over was made with lzo" \
+		"$TMP/daemon.log"
 	grep -q "ListJobs restart" "$TMP/fm.out"
 	grep -q "took over 3 processes .* after a restart" "$TMP/daemon.log"
 	[ "$(kpid)" = "$k" ]
