@@ -302,6 +302,7 @@ struct target {
 	uint64_t key;
 	bool journaled;
 	uint8_t stored_fds; /* bit JOURNAL_FD_*: in the store */
+	bool ready_unsure;  /* its shim may not have had ZS_READY: sent again after a take-over */
 	/* per-target figures for `zswapctl list` */
 	uint64_t stores, loads, invalidates, compressed_bytes;
 	uint64_t stall_usec; /* its threads waited on faults we served (target_note_stall) */
@@ -478,6 +479,7 @@ int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, i
 		     struct target **ret_target);
 
 int target_adopt(struct target *t, struct conn *c);
+int target_send_ready(struct target *t, bool forked);
 /* Marks it dead (it says why, once); the reaper cancels what it had going and frees it. */
 void target_kill(struct target *t, const char *why);
 /* Frees what the target itself holds; the reaper calls it once nothing names t. */

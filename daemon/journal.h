@@ -93,7 +93,8 @@ struct jr_target {
 	uint32_t staging_pages;
 	int32_t agent_tid;
 	uint32_t nexcl;
-	uint8_t forked, limit_set, has_conn, pad;
+	uint8_t forked, limit_set, has_conn;
+	uint8_t ready_unsure; /* ZS_READY maybe not sent yet: the next zswapd sends it */
 	struct zs_range excl[ZS_AGENT_MAX_EXCL];
 	uint64_t limit_bytes, scan_cursor, started_usec;
 	uint64_t stores, loads, invalidates, stored_bytes, refused;

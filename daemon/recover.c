@@ -311,6 +311,7 @@ static void recover_fields(struct target *t, const struct jr_target *jt)
 	t->nexcl = jt->nexcl;
 	memcpy(t->excl, jt->excl, sizeof(t->excl));
 	t->forked = jt->forked;
+	t->ready_unsure = jt->ready_unsure;
 	t->limit_set = jt->limit_set;
 	t->limit_bytes = jt->limit_bytes;
 	t->scan_cursor = jt->scan_cursor;
@@ -374,6 +375,9 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 		c->target = t;
 		t->conn = c;
 		t->stored_fds |= 1u << JOURNAL_FD_CONN;
+		/* Killed between storing its connection and READY (target_adopt()). */
+		if (t->ready_unsure && t->staging && target_send_ready(t, t->forked) == 0)
+			t->ready_unsure = false;
 	}
 	return 0;
 }

@@ -201,17 +201,12 @@ static int target_make_staging(struct target *t)
 	return r;
 }
 
-/* Connects a registered shim (ours or a forked child's) and sends ZS_READY. */
-int target_adopt(struct target *t, struct conn *c)
+/* ZS_READY to t's shim: its staging, and a forked child's own copy of its uffd. */
+int target_send_ready(struct target *t, bool forked)
 {
 	struct zs_ready ready = { .page_size = ZS_PAGE_SIZE };
-	int fds[2], nfds = 1, r;
+	int fds[2], nfds = 1;
 
-	if (!t->staging) {
-		r = target_make_staging(t);
-		if (r < 0)
-			return r;
-	}
 	ready.staging_pages = t->staging_pages;
 	/* UFFDIO_API reported what this kernel has: without MOVE, every move
 	 * would fail and be vetoed, and nothing would ever be evicted. */
@@ -222,13 +217,38 @@ int target_adopt(struct target *t, struct conn *c)
 	if (target_marks(t))
 		ready.flags |= ZS_READY_MARK;
 	fds[0] = t->staging_fd;
-	if (c->hello_flags & ZS_HELLO_FORKED)
+	if (forked)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2, docs/design.md) */
-	r = proto_send(c->w.fd, ZS_READY, 0, &ready, sizeof(ready), fds, nfds);
-	if (r < 0)
-		return r;
+	return proto_send(t->conn->w.fd, ZS_READY, 0, &ready, sizeof(ready), fds, nfds);
+}
+
+/* Connects a registered shim (ours or a forked child's) and sends ZS_READY. */
+int target_adopt(struct target *t, struct conn *c)
+{
+	int r;
+
+	if (!t->staging) {
+		r = target_make_staging(t);
+		if (r < 0)
+			return r;
+	}
 	t->conn = c;
 	c->target = t;
+	/* Its connection into the store before the shim hears READY: a zswapd
+	 * killed in between would leave a shim holding its uffd (a forked
+	 * child gets one) and a connection that dies with us, and it would
+	 * abort at its next touch of an evicted page (hazard 8).  The next
+	 * zswapd sends READY again; a shim that had it ignores the second. */
+	t->ready_unsure = true;
+	journal_target(t);
+	r = target_send_ready(t, c->hello_flags & ZS_HELLO_FORKED);
+	if (r < 0) {
+		t->conn = NULL;
+		c->target = NULL;
+		journal_conn_gone(t);
+		return r;
+	}
+	t->ready_unsure = false;
 	journal_target(t);
 	return 0;
 }
