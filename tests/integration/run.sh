@@ -131,6 +131,10 @@ run() {
 
 skip() { echo "$*"; exit 77; }
 
+# refute CMD...: CMD must fail.  A bare "! CMD" never fails a test: bash exempts a
+# negated command from set -e.  (A pipeline that must fail: if ...; then false; fi.)
+refute() { if "$@"; then return 1; fi; }
+
 # ThreadSanitizer maps shadow memory several times the size of what the
 # program touches, and it counts in RssAnon: RSS figures mean nothing then.
 no_rss_under_tsan() {
@@ -218,8 +222,8 @@ t_access_control() {
 	fi
 	echo "$out" | grep -q "only root or the process's owner"
 	# ...nor see it listed.
-	! setpriv --reuid=65534 --regid=65534 --clear-groups env ZSWAP_SOCKET="$ZSWAP_SOCKET" \
-		"$CTL" list | grep -qw "$pid"
+	if setpriv --reuid=65534 --regid=65534 --clear-groups env ZSWAP_SOCKET="$ZSWAP_SOCKET" \
+		"$CTL" list | grep -qw "$pid"; then false; fi
 	"$CTL" list | grep -qw "$pid"
 	[ "$(stat_of denied)" -ge 1 ]
 	kill -USR1 $pid
@@ -247,7 +251,7 @@ t_stress_ng() {
 	cat "$TMP/stress.out"
 	echo "result: stress-ng rc=$rc, $evicted pages evicted from its workers while it verified"
 	[ $rc -eq 0 ]
-	! grep -qi "fail\|corrupt" "$TMP/stress.out"
+	refute grep -qi "fail\|corrupt" "$TMP/stress.out"
 	[ "$evicted" -gt 1000 ]
 }
 
@@ -1319,7 +1323,8 @@ t_systemd_units() {
 	# --man=no: the man pages are installed by make install, not here.
 	systemd-analyze verify --man=no "$TMP/units/zswapd.socket" "$TMP/units/zswapd.service" 2>&1 |
 		tee "$TMP/verify.out"
-	! grep -v "^$" "$TMP/verify.out" | grep -qv "Cannot add dependency job\|Failed to load\|not running as"
+	if grep -v "^$" "$TMP/verify.out" |
+		grep -qv "Cannot add dependency job\|Failed to load\|not running as"; then false; fi
 }
 
 t_make_install() {
@@ -1534,7 +1539,7 @@ t_daemon_killed() {
 	# SIGBUS, or what a sanitizer's SIGBUS handler makes of it (ASan: SIGSEGV, meeting
 	# another evicted page; TSan: exit 66); never exit 0 or 1, which would mean it read on.
 	grep -q "^child: " "$TMP/kill.out"
-	! grep -Eq "^child: exit [01]$" "$TMP/kill.out"
+	refute grep -Eq "^child: exit [01]$" "$TMP/kill.out"
 	grep -q "the child gets a SIGBUS rather than zeros" "$TMP/kill.err"
 	[ $rc -eq $((128 + 6)) ]
 	start_daemon
@@ -1720,7 +1725,7 @@ t_upgrade() {
 	echo "result: upgrade: arena descriptors and bytes: $arena; pool_total_size $(stat_in "$TMP/up.after" pool_total_size)"
 	[ "${arena% *}" = 1 ]
 	[ "${arena#* }" -gt 0 ] && [ "${arena#* }" -le "$(stat_in "$TMP/up.after" pool_total_size)" ]
-	! ls -l /proc/"$dp"/fd | grep -q zswapd-handover
+	if ls -l /proc/"$dp"/fd | grep -q zswapd-handover; then false; fi
 	# Then, while serving, the new binary maps (so locks) every page of it.
 	for _ in $(seq 100); do grep -q "pool is locked again" "$TMP/daemon.log" && break; sleep 0.05; done
 	grep "pool is locked again" "$TMP/daemon.log"
@@ -1749,7 +1754,7 @@ PY
 	local th=$!
 	sleep 1
 	if command -v setpriv >/dev/null; then
-		! setpriv --reuid=65534 --regid=65534 --clear-groups env ZSWAP_SOCKET="$ZSWAP_SOCKET" \
+		refute setpriv --reuid=65534 --regid=65534 --clear-groups env ZSWAP_SOCKET="$ZSWAP_SOCKET" \
 			"$CTL" upgrade 2>"$TMP/up_denied.err"
 		grep -q "only root may upgrade" "$TMP/up_denied.err"
 	fi
@@ -1761,7 +1766,7 @@ PY
 	cat "$TMP/up_t.out"
 	# A binary that cannot take over is refused, and nothing changes.
 	chmod -x "$TMP/bin/zswapd"
-	! "$CTL" upgrade 2>"$TMP/up_refused.err"
+	refute "$CTL" upgrade 2>"$TMP/up_refused.err"
 	cat "$TMP/up_refused.err"
 	grep -q "cannot take over" "$TMP/up_refused.err" "$TMP/daemon.log"
 	kill -USR2 "$dp"
@@ -1778,13 +1783,13 @@ PY
 	sleep 1
 	timeout 1 "$CTL" stats >/dev/null
 	pgrep -f "^sleep 59.25" >/dev/null # the binary under check runs
-	! wait $up
+	refute wait $up
 	t1=$(date +%s%N)
 	cat "$TMP/up_hang.err"
 	grep -q "cannot take over" "$TMP/up_hang.err"
 	grep -q "no answer within 5 s" "$TMP/daemon.log"
 	echo "result: upgrade: a binary that never answers refused after $(( (t1 - t0) / 1000000 )) ms"
-	! pgrep -f "^sleep 59.25" >/dev/null
+	refute pgrep -f "^sleep 59.25" >/dev/null
 	[ "$(stat_of upgrades)" = 2 ]
 	mv "$TMP/bin/zswapd.real" "$TMP/bin/zswapd"
 	chmod +x "$TMP/bin/zswapd"
@@ -1834,37 +1839,53 @@ t_upgrade_soak() {
 	start_daemon
 }
 
-t_upgrade_redis() {
-	# A real program: redis-server, 80% of its memory evicted, answers GETs
-	# from redis-benchmark through 20 upgrades: no client error, and its
-	# data (DEBUG DIGEST) is unchanged.
-	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
-		skip "redis-server or redis-benchmark not installed"
-	local rpid digest bpid i
+# redis_under_gets: redis-server under the shim, 200,000 keys, 80% of its memory
+# evicted, redis-benchmark GETting from it; sets rpid, digest (DEBUG DIGEST) and bpid.
+redis_under_gets() {
 	LD_PRELOAD=$SHIM redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" \
 		--appendonly no --enable-debug-command yes --daemonize no >"$TMP/redis.log" 2>&1 &
 	rpid=$!
 	for _ in $(seq 100); do redis-cli -s "$TMP/redis.sock" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 	redis-cli -s "$TMP/redis.sock" debug populate 200000 key 400 >/dev/null
 	digest=$(redis-cli -s "$TMP/redis.sock" debug digest)
-	local rss_kb; rss_kb=$(awk '/^RssAnon/ { print $2 }' "/proc/$rpid/status")
+	local rss_kb
+	rss_kb=$(awk '/^RssAnon/ { print $2 }' "/proc/$rpid/status")
 	"$CTL" reclaim "$rpid" "$((rss_kb * 8 / 10))K"
 	redis-benchmark -s "$TMP/redis.sock" -t get -r 200000 -n 3000000 -c 8 -q >"$TMP/rb.out" 2>&1 &
 	bpid=$!
 	sleep 1
+}
+
+# redis_checked: the GETs stopped; no client saw an error, the data is unchanged.
+redis_checked() {
+	kill -INT "$bpid" 2>/dev/null || true
+	wait "$bpid" || true
+	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
+	refute grep -qi "error" "$TMP/rb.out"
+	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
+}
+
+redis_stop() {
+	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
+	wait "$rpid" || true
+}
+
+t_upgrade_redis() {
+	# A real program: redis-server, 80% of its memory evicted, answers GETs
+	# from redis-benchmark through 20 upgrades: no client error, and its
+	# data (DEBUG DIGEST) is unchanged.
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+		skip "redis-server or redis-benchmark not installed"
+	local i
+	redis_under_gets
 	for i in $(seq 20); do
 		kill -USR2 "$(dpid)"
 		upgrade_wait "$i"
 		sleep 0.2
 	done
-	kill -INT "$bpid" 2>/dev/null || true
-	wait "$bpid" || true
-	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
-	! grep -qi "error" "$TMP/rb.out"
-	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
+	redis_checked
 	echo "result: upgrade_redis: 20 upgrades under GETs, $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
-	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
-	wait "$rpid" || true
+	redis_stop
 }
 
 # The last commit whose zswapd writes handover image version 1 (its pool
@@ -1898,7 +1919,7 @@ t_upgrade_v1() {
 	[ "$(arena_of "$dp" | cut -d' ' -f1)" = 1 ]
 	# Back to the old build is refused: it cannot read version 2.
 	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
-	! "$CTL" upgrade 2>"$TMP/v1_refused.err"
+	refute "$CTL" upgrade 2>"$TMP/v1_refused.err"
 	grep -q "cannot take over" "$TMP/v1_refused.err"
 	[ "$(stat_of upgrades)" = 2 ]
 	kill -USR1 $a $b
@@ -1995,7 +2016,7 @@ t_daemon_killed_busy() {
 		fi
 		rc=0; wait $pid || rc=$?
 		cat "$TMP/orphan.out" "$TMP/orphan.err"
-		! grep -q "differs\|FAIL" "$TMP/orphan.err"
+		refute grep -q "differs\|FAIL" "$TMP/orphan.err"
 		if [ $rc -eq 134 ]; then
 			grep -q "aborting rather than letting it read zeros" "$TMP/orphan.err"
 			aborted=$((aborted + 1))
@@ -2321,7 +2342,7 @@ t_crash_chaos() {
 	fds1=$(ls /proc/"$(kpid)"/fd | wc -l)
 	log "keeper descriptors: $fds0 before the kills, $fds1 after"
 	[ "$fds1" -le $((fds0 + 4)) ]
-	! grep -q "named by no entry\|poisoned" "$TMP/daemon.log"
+	refute grep -q "named by no entry\|poisoned" "$TMP/daemon.log"
 	echo "result: $(stall_figures), $(grep -o '[0-9]* children' "$TMP/chaos.out") all right, $(grep -c 'holding .* swap file blocks' "$TMP/daemon.log" || true) take-overs held blocks still being written"
 	stop_daemon
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
@@ -2373,19 +2394,9 @@ t_crash_redis() {
 	mkdir -p "$TMP/bin" && install_bin "$B/zswapd"
 	export ZSWAPD_KEEPER_EXEC=$TMP/bin/zswapd # what the keeper starts: the installed one
 	restart_kept
-	local rpid digest bpid i kills=0 restarts=0
+	local i kills=0 restarts=0
 	: >"$TMP/stalls"
-	LD_PRELOAD=$SHIM redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" \
-		--appendonly no --enable-debug-command yes --daemonize no >"$TMP/redis.log" 2>&1 &
-	rpid=$!
-	for _ in $(seq 100); do redis-cli -s "$TMP/redis.sock" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
-	redis-cli -s "$TMP/redis.sock" debug populate 200000 key 400 >/dev/null
-	digest=$(redis-cli -s "$TMP/redis.sock" debug digest)
-	local rss_kb; rss_kb=$(awk '/^RssAnon/ { print $2 }' "/proc/$rpid/status")
-	"$CTL" reclaim "$rpid" "$((rss_kb * 8 / 10))K"
-	redis-benchmark -s "$TMP/redis.sock" -t get -r 200000 -n 3000000 -c 8 -q >"$TMP/rb.out" 2>&1 &
-	bpid=$!
-	sleep 1
+	redis_under_gets
 	for i in $(seq 30); do
 		[ "$i" != 10 ] || install_bin "$TMP/b0/zswapd"
 		if [ $((i % 3)) = 0 ]; then
@@ -2406,14 +2417,9 @@ t_crash_redis() {
 	done
 	[ "$(stat_of restarts)" = $restarts ]
 	[ "$(stat_of crash_recoveries)" = $kills ]
-	kill -INT "$bpid" 2>/dev/null || true
-	wait "$bpid" || true
-	cat "$TMP/rb.out" | tr '\r' '\n' | tail -n 3
-	! grep -qi "error" "$TMP/rb.out"
-	[ "$(redis-cli -s "$TMP/redis.sock" debug digest)" = "$digest" ]
+	redis_checked
 	echo "result: crash_redis: $kills kills, $restarts restarts (one to an -O0 build) and an upgrade to another build under GETs, $(stall_figures), $("$CTL" list | awk -v p="$rpid" '$1 == p { print $4 }') evicted at the end, digest unchanged"
-	redis-cli -s "$TMP/redis.sock" shutdown nosave >/dev/null 2>&1 || kill "$rpid"
-	wait "$rpid" || true
+	redis_stop
 	stop_daemon
 	unset ZSWAPD_KEEPER_EXEC
 	start_daemon
