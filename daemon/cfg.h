@@ -38,6 +38,7 @@ struct cfg {
 	enum cfg_auto_bool store_incompressible; /* pages over max_compressed_percent: to the pool as they are */
 	unsigned evict_batch_pages;	   /* 1..1024 pages per eviction round trip */
 	unsigned fault_spin_usec;	   /* 0..10000: poll this long for the next fault before sleeping */
+	unsigned fault_idle_poll_ms;	   /* 0..1000: idle CPUs poll this long after a burst of faults */
 	int log_level;			   /* LOG_LVL_* */
 	int nice;			   /* -20..19: the daemon's scheduling priority */
 	bool mlock;			   /* lock the daemon's memory (pool included) */

@@ -60,6 +60,7 @@
 #include "cfg.h"
 #include "cgroup.h"
 #include "hot.h"
+#include "idlepoll.h"
 #include "loadlog.h"
 #include "prefetch.h"
 #include "proto.h"
@@ -367,6 +368,9 @@ struct daemon {
 	uint64_t watchdog_usec; /* 0 = no watchdog */
 	uint64_t last_housekeeping_usec;
 	uint64_t spin_mark; /* faults served when the loop last polled */
+	struct idlepoll idlepoll;      /* idle CPUs held polling through bursts (idlepoll.h) */
+	int idlepoll_fd;	       /* /dev/cpu_dma_latency, -1: none */
+	uint64_t idlepoll_since_usec; /* when the hold was taken */
 	uint64_t last_limit_usec;
 	struct group *groups;
 	bool cgroups_changed; /* a process was named: group_refresh() before the next second */
@@ -567,6 +571,12 @@ int wb_fd(const struct daemon *d);
 int load_serve(struct target *t, uint64_t addr, bool write);
 /* load_serve() for an app's fault; may bring the pages after it back too (prefetch.h). */
 int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch);
+
+/* idlepoll_qos.c: idle CPUs polling through bursts of faults (idlepoll.h). */
+void idlepoll_open(struct daemon *d);
+void idlepoll_fault_served(struct daemon *d);
+/* Every loop turn: lets the hold go once the burst is over. */
+void idlepoll_tick(struct daemon *d);
 
 /* evict_flight.c: pages of the batch in flight, and what the app does to them. */
 uint64_t evict_translate(const struct batch *b, uint64_t addr);

@@ -154,9 +154,10 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	}
 	/* No pages ahead for a process over its limit: each would be one more to take back. */
 	if (load_fault(t, addr, msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
-		       !reclaim_throttle(t)) != -EAGAIN)
+		       !reclaim_throttle(t)) != -EAGAIN) {
 		target_note_stall(t, msg);
-	else if (fault_queue_retry(t, msg) < 0)
+		idlepoll_fault_served(t->d);
+	} else if (fault_queue_retry(t, msg) < 0)
 		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
 }
 

@@ -74,6 +74,7 @@ static void loop_housekeeping(struct daemon *d)
 	uint64_t now = now_usec();
 	struct target *t;
 
+	idlepoll_tick(d);
 	if (!d->stopping) {
 		bool tick = now - d->last_limit_usec >= LOOP_LIMIT_MS * 1000u;
 
@@ -174,7 +175,7 @@ static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout
 }
 
 /* How long the next wait may be: no longer than the next thing due. */
-static uint64_t loop_timeout(const struct daemon *d)
+static uint64_t loop_timeout_work(const struct daemon *d)
 {
 	if (d->stopping && !evict_committing(d))
 		return 10000;
@@ -189,6 +190,14 @@ static uint64_t loop_timeout(const struct daemon *d)
 	if (recomp_pending(d))
 		return RECOMP_TURN_USEC;
 	return loop_any_limit(d) ? LOOP_LIMIT_MS * 1000 : LOOP_TICK_MS * 1000;
+}
+
+/* ... nor than a hold of idle CPUs polling that is due to go (idlepoll.h). */
+static uint64_t loop_timeout(const struct daemon *d)
+{
+	uint64_t work = loop_timeout_work(d), hold = idlepoll_timeout(&d->idlepoll, now_usec());
+
+	return hold < work ? hold : work;
 }
 
 /* Runs until the daemon has stopped.  Returns the process exit code. */

@@ -272,6 +272,7 @@ static void reload_config(struct daemon *d)
 			    "and the swap file change only at restart");
 	d->file_cfg = c;
 	d->cfg.fault_spin_usec = c.fault_spin_usec;
+	d->cfg.fault_idle_poll_ms = c.fault_idle_poll_ms;
 	d->cfg.agent_move = c.agent_move;
 	d->cfg.agent_move_first = c.agent_move_first;
 	d->cfg.agent_follow_app = c.agent_follow_app;
@@ -404,6 +405,7 @@ static int daemon_setup(struct daemon *d)
 	 * memory while serving. */
 	if (d->cfg.mlock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
 		log_warning_errno(-errno, "mlockall failed: %m, continuing unlocked");
+	idlepoll_open(d);
 	/* Faults wait on us: served before the CPU-bound (cfg.c, nice).
 	 * Lowering nice takes CAP_SYS_NICE, which caps_drop() then drops. */
 	if (setpriority(PRIO_PROCESS, 0, d->cfg.nice) < 0)
@@ -538,7 +540,7 @@ static int handover_fd_from_env(void)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
+	struct daemon d = { .epfd = -1, .idlepoll_fd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
 			    .pressure_w.fd = -1, .handover_fd = -1, .kept_swap_fd = -1,
 			    .upgrade_check_w.fd = -1 };
 	struct args a = { 0 };

@@ -72,6 +72,8 @@
 	X(fault_stall_usec, COUNTER, FIELD, "microseconds served processes' threads waited on faults, from read to wake") \
 	X(load_decompress_nsec, COUNTER, FIELD, "nanoseconds loads from the pool spent decompressing") \
 	X(load_map_nsec, COUNTER, FIELD, "nanoseconds loads from the pool spent mapping the page (UFFDIO_COPY, ZEROPAGE)") \
+	X(idle_poll_holds, COUNTER, FIELD, "bursts of faults through which idle CPUs were held polling (fault_idle_poll_ms)") \
+	X(idle_poll_usec, COUNTER, FIELD, "microseconds idle CPUs were held polling, counted when each hold ends") \
 	X(proactive_sweeps, COUNTER, FIELD, "sweeps that evicted cold pages unasked (idle_evict_seconds)") \
 	X(proactive_backed_off, GAUGE, DERIVED, "processes whose proactive sweeps back off (refaults or stall over target)") \
 	X(groups, GAUGE, DERIVED, "groups held under one budget: zswapctl limit --all/--cgroup, followed cgroup limits") \

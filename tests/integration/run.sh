@@ -1513,6 +1513,46 @@ t_prefetch() {
 		"written in order $wr_h of $wr_l, in random order $rnd_p of $rnd_l; off: none"
 }
 
+# The aggregate CPU latency request of the machine's PM QoS, in microseconds.
+cpu_latency() { od -An -t d4 /dev/cpu_dma_latency | tr -d ' '; }
+
+t_idle_poll() {
+	# A burst of faults holds idle CPUs polling: zswapd's CPU latency request of
+	# 0 on /dev/cpu_dma_latency, withdrawn fault_idle_poll_ms after the burst (the
+	# device then reads what it read before).  0 turns it off.
+	[ -c /dev/cpu_dma_latency ] || skip "no /dev/cpu_dma_latency"
+	local before during holds
+	before=$(cpu_latency)
+	[ "$before" -gt 0 ] || skip "someone else already holds CPUs polling ($before us)"
+	ls -l "/proc/$(dpid)/fd" | grep -q cpu_dma_latency
+	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
+	printf 'fault_idle_poll_ms = 1000\n' >>"$TMP/zswapd.conf" # long enough to be seen
+	kill -HUP "$(dpid)"
+	sleep 0.5
+	scan_run poll
+	during=$(cpu_latency)
+	holds=$(($(stat_in "$TMP/poll.3" idle_poll_holds) - $(stat_in "$TMP/poll.0" idle_poll_holds)))
+	case "${SANITIZE:-}" in
+	*thread*) ;; # a fault under TSan may take longer than a burst allows
+	*)
+		[ "$holds" -ge 1 ]
+		[ "$during" -eq 0 ]
+		;;
+	esac
+	for _ in $(seq 50); do [ "$(cpu_latency)" = "$before" ] && break; sleep 0.1; done
+	[ "$(cpu_latency)" = "$before" ]
+	[ "$holds" -eq 0 ] || [ "$(stat_of idle_poll_usec)" -gt 0 ]
+	printf 'fault_idle_poll_ms = 0\n' >>"$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	sleep 0.5
+	scan_run off
+	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
+	kill -HUP "$(dpid)"
+	[ "$(stat_in "$TMP/off.3" idle_poll_holds)" -eq "$(stat_in "$TMP/off.0" idle_poll_holds)" ]
+	echo "result: idle_poll: $holds hold(s) in a scan, the request $during us during it," \
+		"$before us after; none with 0"
+}
+
 t_daemon_killed() {
 	# zswapd dies holding pages: the process must not read zeros; it aborts, saying why.
 	LD_PRELOAD=$SHIM "$MEMTEST" evict-then-touch 16 >"$TMP/kill.out" 2>"$TMP/kill.err" &
@@ -2510,6 +2550,7 @@ run make_install t_make_install
 run drain_on_stop t_drain_on_stop
 run abort_scratch t_abort_scratch
 run prefetch t_prefetch
+run idle_poll t_idle_poll
 run daemon_killed t_daemon_killed
 run fork_unclaimed t_fork_unclaimed
 run fork_daemon_died t_fork_daemon_died

@@ -18,7 +18,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 31 /* fields of struct cfg, one key each */
+#define NKEYS 32 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -33,6 +33,7 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_int_eq(a->store_incompressible, b->store_incompressible);
 	ck_assert_uint_eq(a->evict_batch_pages, b->evict_batch_pages);
 	ck_assert_uint_eq(a->fault_spin_usec, b->fault_spin_usec);
+	ck_assert_uint_eq(a->fault_idle_poll_ms, b->fault_idle_poll_ms);
 	ck_assert_int_eq(a->log_level, b->log_level);
 	ck_assert_int_eq(a->mlock, b->mlock);
 	ck_assert_int_eq(a->agent_move, b->agent_move);
@@ -65,6 +66,7 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "store_incompressible = no\n"
 				      "evict_batch_pages = 64\n"
 				      "fault_spin_usec = 0\n"
+				      "fault_idle_poll_ms = 0\n"
 				      "log_level = debug\n"
 				      "mlock = no\n"
 				      "agent_move = no\n"
@@ -120,6 +122,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c.store_incompressible, CFG_AUTO);
 	ck_assert_uint_eq(c.evict_batch_pages, 256);
 	ck_assert_uint_eq(c.fault_spin_usec, 50);
+	ck_assert_uint_eq(c.fault_idle_poll_ms, 20);
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
 	ck_assert(c.mlock);
 	ck_assert(c.agent_move);
@@ -162,6 +165,7 @@ START_TEST(test_nondefault_differs)
 	ck_assert_int_ne(c.store_incompressible, d.store_incompressible);
 	ck_assert_uint_ne(c.evict_batch_pages, d.evict_batch_pages);
 	ck_assert_uint_ne(c.fault_spin_usec, d.fault_spin_usec);
+	ck_assert_uint_ne(c.fault_idle_poll_ms, d.fault_idle_poll_ms);
 	ck_assert_int_ne(c.log_level, d.log_level);
 	ck_assert_int_ne(c.mlock, d.mlock);
 	ck_assert_int_ne(c.agent_move, d.agent_move);
@@ -328,6 +332,7 @@ static const struct {
 	  "bad value '0' for max_compressed_percent: expected 1..100" },
 	{ "max_compressed_percent = 101", -ERANGE, "expected 1..100" },
 	{ "fault_spin_usec = 10001", -ERANGE, "bad value '10001' for fault_spin_usec: expected 0..10000" },
+	{ "fault_idle_poll_ms = 1001", -ERANGE, "bad value '1001' for fault_idle_poll_ms: expected 0..1000" },
 	{ "evict_batch_pages = 0", -ERANGE, "bad value '0' for evict_batch_pages: expected 1..1024" },
 	{ "evict_batch_pages = 1025", -ERANGE, "expected 1..1024" },
 	{ "evict_batch_pages = many", -EINVAL, "expected 1..1024" },
