@@ -540,9 +540,9 @@ static int handover_fd_from_env(void)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .epfd = -1, .idlepoll_fd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
+	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
 			    .pressure_w.fd = -1, .handover_fd = -1, .kept_swap_fd = -1,
-			    .upgrade_check_w.fd = -1 };
+			    .upgrade_check_w.fd = -1, .idlepoll_fd = -1 };
 	struct args a = { 0 };
 	int ready_fd = -1, handover_fd = handover_fd_from_env(), r;
 
