@@ -517,6 +517,16 @@ run_micro() {
 	printf ',{"compressor":"lzo, surviving a crash","host":"%s","date":"%s","result":%s}' \
 		"$host" "$stamp" "$res" >>"$json"
 	micro_row "zswapd lzo, surviving a crash (fd store: journal, markers)" "$res"
+	# lzo with idle CPUs left to sleep through the loads: what holding them
+	# polling (fault_idle_poll_ms) is worth on this machine.
+	printf 'fault_idle_poll_ms = 0\n' >"$TMP/nopoll.conf"
+	start_daemon lzo "$TMP/nopoll.conf"
+	res=$(LD_PRELOAD=$B/libzswap.so "$B/micro" $MIB $ROUNDS)
+	stop_daemon
+	echo "lzo, idle CPUs sleeping: $res"
+	printf ',{"compressor":"lzo, fault_idle_poll_ms = 0","host":"%s","date":"%s","result":%s}' \
+		"$host" "$stamp" "$res" >>"$json"
+	micro_row "zswapd lzo, idle CPUs left to sleep (fault_idle_poll_ms = 0)" "$res"
 	if kernel_cases_possible; then
 		run_micro_kernel "$MIB" "$ROUNDS"
 	else
