@@ -367,6 +367,7 @@ struct daemon {
 	bool sd_notify;		/* NOTIFY_SOCKET was set */
 	uint64_t watchdog_usec; /* 0 = no watchdog */
 	uint64_t last_housekeeping_usec;
+	uint64_t next_compact_check_usec; /* loop_compact(): nothing to do before then */
 	uint64_t spin_mark; /* faults served when the loop last polled */
 	struct idlepoll idlepoll;      /* idle CPUs held polling through bursts (idlepoll.h) */
 	int idlepoll_fd;	       /* /dev/cpu_dma_latency, -1: none */

@@ -27,6 +27,7 @@
 #define LOOP_TICK_MS 1000   /* housekeeping period */
 #define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
 #define LOOP_CHECK_USEC 100000 /* how often an upgrade's binary that says nothing is timed */
+#define LOOP_COMPACT_CHECK_USEC 10000 /* how often a pool with nothing to compact is looked at */
 
 /*
  * Freed entries leave holes in slabs the pool cannot give back: once the
@@ -36,10 +37,17 @@
  */
 static void loop_compact(struct daemon *d)
 {
-	uint64_t frag = pool_fragmented_bytes(d->pool);
+	uint64_t frag, now = now_usec();
 
+	/* Summing the classes is a walk of all of them: not at every fault's
+	 * turn while there is nothing to compact. */
+	if (now < d->next_compact_check_usec)
+		return;
+	frag = pool_fragmented_bytes(d->pool);
 	if (frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool))
 		d->st.compacted_bytes += pool_compact_some(d->pool, 64);
+	else
+		d->next_compact_check_usec = now + LOOP_COMPACT_CHECK_USEC;
 }
 
 /*

@@ -1630,6 +1630,36 @@ static int t_scan(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Evicts MIB and waits for SIGUSR1; then discards every other page: each
+ * slab of the pool is left half used, which compaction should give back
+ * while we wait for SIGUSR1 again.  Then the pages kept are checked, the
+ * discarded ones read zeros.
+ */
+static int t_fragment(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	size_t npages = mib * MIB / PAGE;
+	uint8_t *m = map_anon(npages * PAGE);
+
+	block_usr1();
+	fill(m, npages, 16);
+	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
+	printf("evicted\n");
+	fflush(stdout);
+	wait_usr1();
+	for (size_t i = 0; i < npages; i += 2)
+		CHECK(madvise(m + i * PAGE, PAGE, MADV_DONTNEED) == 0, "madvise");
+	printf("fragmented\n");
+	fflush(stdout);
+	wait_usr1();
+	for (size_t i = 0; i < npages && failures <= 5; i += 2) {
+		CHECK(is_zero(m + i * PAGE, PAGE), "discarded page %zu not zero", i);
+		verify_at(m, i + 1, 1, 16, "kept beside the discarded");
+	}
+	return failures ? 1 : 0;
+}
+
 static int t_plain(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 16;
@@ -1660,7 +1690,7 @@ int main(int argc, char **argv)
 		{ "mremap_race", t_mremap_race }, { "follow", t_follow },
 		{ "orphan", t_orphan },	  { "scan", t_scan },
 		{ "chaos", t_chaos }, { "change-while-away", t_change_while_away },
-		{ "fork-unclaimed", t_fork_unclaimed },
+		{ "fork-unclaimed", t_fork_unclaimed }, { "fragment", t_fragment },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -570,6 +570,34 @@ arena_of() {
 	echo "$n $((bytes))"
 }
 
+t_compaction() {
+	no_rss_under_tsan
+	# Half of every slab freed (every other evicted page discarded): the loop
+	# finds the pool fragmented and compacts it, giving memory back
+	# (compacted_bytes, pool_total_size down), and the pages kept are intact.
+	local pid c0 p0 p1
+	LD_PRELOAD=$SHIM "$MEMTEST" fragment 64 >"$TMP/frag.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do grep -q evicted "$TMP/frag.out" && break; sleep 0.05; done
+	grep -q evicted "$TMP/frag.out"
+	p0=$(stat_of pool_total_size)
+	c0=$(stat_of compacted_bytes)
+	kill -USR1 $pid
+	for _ in $(seq 600); do grep -q fragmented "$TMP/frag.out" && break; sleep 0.05; done
+	grep -q fragmented "$TMP/frag.out"
+	for _ in $(seq 100); do
+		[ "$(stat_of compacted_bytes)" -gt "$c0" ] &&
+			[ "$(stat_of pool_fragmented_bytes)" -lt $((1 << 20)) ] && break
+		sleep 0.1
+	done
+	p1=$(stat_of pool_total_size)
+	kill -USR1 $pid
+	wait $pid || { cat "$TMP/frag.out"; return 1; }
+	echo "result: compaction: gave back $((($(stat_of compacted_bytes) - c0) >> 10)) KiB, pool $((p0 >> 10)) -> $((p1 >> 10)) KiB"
+	[ "$(stat_of compacted_bytes)" -gt "$c0" ]
+	[ "$p1" -lt "$p0" ]
+}
+
 t_pool_honest() {
 	no_rss_under_tsan
 	# pool_total_size is memory the daemon really holds: its resident memory
@@ -2535,6 +2563,7 @@ run group_budget t_group_budget
 run cgroup_limit t_cgroup_limit
 run host_pressure t_host_pressure
 run pool_honest t_pool_honest
+run compaction t_compaction
 run writeback t_writeback
 run recompress t_recompress
 run writeback_enospc t_writeback_enospc
