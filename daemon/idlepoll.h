@@ -20,6 +20,8 @@
  * time of idle CPUs, so a sparse fault (a few a millisecond: the waits
  * are then a small part of the process's time) never takes it.  The
  * request dies with zswapd's descriptor: a crash cannot leave it behind.
+ * The cpuidle governor is what reads it: on a machine without a cpuidle
+ * driver idle is always a halt, and the request changes nothing.
  *
  * Pure: the caller reads the clock and makes the request (idlepoll_qos.c).
  */
