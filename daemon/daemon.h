@@ -371,7 +371,6 @@ struct daemon {
 	uint64_t spin_mark; /* faults served when the loop last polled */
 	struct idlepoll idlepoll;      /* idle CPUs held polling through bursts (idlepoll.h) */
 	int idlepoll_fd;	       /* /dev/cpu_dma_latency, -1: none */
-	uint64_t idlepoll_since_usec; /* when the hold was taken */
 	uint64_t last_limit_usec;
 	struct group *groups;
 	bool cgroups_changed; /* a process was named: group_refresh() before the next second */

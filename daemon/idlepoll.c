@@ -15,6 +15,8 @@ bool idlepoll_fault(struct idlepoll *p, uint64_t now, uint64_t hold_usec)
 	if (++p->slot_faults < IDLEPOLL_BURST_FAULTS || !hold_usec)
 		return false;
 	take = !p->held;
+	if (take)
+		p->since_usec = now;
 	p->held = true;
 	p->until_usec = now + hold_usec;
 	return take;

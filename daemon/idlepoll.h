@@ -40,6 +40,7 @@ struct idlepoll {
 	uint64_t slot;	     /* now / IDLEPOLL_SLOT_USEC of the slot counted */
 	uint32_t slot_faults; /* faults served in it */
 	bool held;
+	uint64_t since_usec; /* held since then */
 	uint64_t until_usec; /* held until then */
 };
 

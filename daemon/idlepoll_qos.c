@@ -30,6 +30,14 @@ static int idlepoll_request(struct daemon *d, int32_t usec)
 	return n < 0 ? -errno : -EIO;
 }
 
+/* Closing withdraws any request we made as surely as writing: nothing held. */
+static void idlepoll_close(struct daemon *d)
+{
+	close(d->idlepoll_fd);
+	d->idlepoll_fd = -1;
+	d->idlepoll.held = false;
+}
+
 void idlepoll_open(struct daemon *d)
 {
 	d->idlepoll_fd = open(CPU_LATENCY_DEV, O_WRONLY | O_CLOEXEC);
@@ -52,12 +60,9 @@ void idlepoll_fault_served(struct daemon *d)
 	if (r < 0) {
 		log_warning_errno(r, "Failed to write %s: %m; idle CPUs sleep through fault bursts from now on",
 				  CPU_LATENCY_DEV);
-		close(d->idlepoll_fd);
-		d->idlepoll_fd = -1;
-		d->idlepoll.held = false;
+		idlepoll_close(d);
 		return;
 	}
-	d->idlepoll_since_usec = now;
 	d->st.idle_poll_holds++;
 }
 
@@ -70,10 +75,7 @@ void idlepoll_tick(struct daemon *d)
 	now = now_usec();
 	if (!idlepoll_expired(&d->idlepoll, now))
 		return;
-	d->st.idle_poll_usec += now - d->idlepoll_since_usec;
-	if (idlepoll_request(d, CPU_LATENCY_ANY) < 0) {
-		/* Closing withdraws the request as surely. */
-		close(d->idlepoll_fd);
-		d->idlepoll_fd = -1;
-	}
+	d->st.idle_poll_usec += now - d->idlepoll.since_usec;
+	if (idlepoll_request(d, CPU_LATENCY_ANY) < 0)
+		idlepoll_close(d);
 }

@@ -30,9 +30,11 @@ START_TEST(test_burst_takes_once)
 	ck_assert(!p.held);
 	ck_assert_uint_eq(faults_in_ms(&p, 6, IDLEPOLL_BURST_FAULTS, HOLD), 1);
 	ck_assert(p.held);
+	ck_assert_uint_eq(p.since_usec, p.until_usec - HOLD); /* taken at the burst's fault */
 	/* A longer burst extends the hold, never takes it twice. */
 	for (uint64_t ms = 7; ms < 50; ms++)
 		ck_assert_uint_eq(faults_in_ms(&p, ms, 40, HOLD), 0);
+	ck_assert_uint_lt(p.since_usec, 7000); /* held since its start */
 	ck_assert(!idlepoll_expired(&p, 49999 + HOLD - 1000));
 	ck_assert_uint_le(idlepoll_timeout(&p, 49999), HOLD);
 }
