@@ -522,15 +522,8 @@ t_default_limit() {
 	# default_limit_percent (SIGHUP-reloadable): every process without a limit
 	# of its own keeps that share of its anonymous memory resident; `limit
 	# PID none` opts one out.
-	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
-	printf 'default_limit_percent = 25\n' >>"$TMP/zswapd.conf"
-	local reloads pid kb lim anon
-	reloads=$(grep -c "configuration re-read" "$TMP/daemon.log" || true)
-	kill -HUP "$(dpid)"
-	for _ in $(seq 100); do
-		[ "$(grep -c "configuration re-read" "$TMP/daemon.log")" -gt "$reloads" ] && break
-		sleep 0.05
-	done
+	local pid kb lim anon
+	reload_with "default_limit_percent = 25"
 	hold_start "$TMP/dl.out" 64
 	pid=$HOLD_PID
 	sleep 3
@@ -550,8 +543,7 @@ print(t['limit_bytes'], (t['resident_pages'] + t['evicted_pages']) * 4096)")
 	"$CTL" limit "$pid" none | grep -q "no limit"
 	kill -USR1 $pid
 	wait $pid
-	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
+	reload_with
 }
 
 # The daemon's own memory: RssAnon + RssShmem (its pool's arena), in bytes.
@@ -910,10 +902,7 @@ t_capabilities() {
 
 t_sighup() {
 	[ "$(stat_of pool_limit_bytes)" -ne 104857600 ]
-	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
-	printf 'max_pool_bytes = 100M\n' >>"$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
-	for _ in $(seq 100); do [ "$(stat_of pool_limit_bytes)" -eq 104857600 ] && break; sleep 0.05; done
+	reload_with "max_pool_bytes = 100M"
 	[ "$(stat_of pool_limit_bytes)" -eq 104857600 ]
 	# A bad file is refused and the running configuration stays.
 	printf 'max_pool_percent = 500\n' >>"$TMP/zswapd.conf"
@@ -923,8 +912,7 @@ t_sighup() {
 	grep -q "zswapd.conf:$(wc -l <"$TMP/zswapd.conf").*keeping the running configuration" \
 		"$TMP/daemon.log"
 	[ "$(stat_of pool_limit_bytes)" -eq 104857600 ]
-	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
+	reload_with
 }
 
 t_pool_limit() {
@@ -963,6 +951,22 @@ restart_using() {
 
 # restart_with LINES...: the daemon again, with these config lines added.
 restart_with() { restart_using start_daemon "$@"; }
+
+# reload_with LINES...: the running daemon's config with these lines added
+# (none: as at start), re-read at SIGHUP before it returns.
+reload_with() {
+	local reloads
+	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
+	[ $# -eq 0 ] || printf '%s\n' "$@" >>"$TMP/zswapd.conf"
+	reloads=$(grep -c "configuration re-read" "$TMP/daemon.log" || true)
+	kill -HUP "$(dpid)"
+	for _ in $(seq 100); do
+		[ "$(grep -c "configuration re-read" "$TMP/daemon.log")" -gt "$reloads" ] && return 0
+		sleep 0.05
+	done
+	echo "reload_with: zswapd did not re-read its configuration" >&2
+	return 1
+}
 
 t_agent_dontneed() {
 	# The same hazards with the agent dropping pages by MADV_DONTNEED
@@ -1532,13 +1536,9 @@ t_prefetch() {
 	[ "$seq_h" -gt $((seq_l / 2)) ]
 	[ "$rnd_p" -lt $((rnd_l / 20)) ]
 	[ "$wr_h" -gt $((wr_l / 2)) ]
-	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
-	printf 'prefetch_pages = 0\n' >>"$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
-	sleep 0.5
+	reload_with "prefetch_pages = 0"
 	scan_run off
-	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
+	reload_with
 	[ "$(grew off 1 prefetch_pages)" -eq 0 ]
 	echo "result: prefetch: in order $seq_h of $seq_l pages came back ahead of their fault," \
 		"written in order $wr_h of $wr_l, in random order $rnd_p of $rnd_l; off: none"
@@ -1557,10 +1557,7 @@ t_idle_poll() {
 	for _ in $(seq 50); do before=$(cpu_latency) && [ "$before" -gt 0 ] && break; sleep 0.1; done
 	[ "$before" -gt 0 ] || skip "someone else holds CPUs polling ($before us)"
 	ls -l "/proc/$(dpid)/fd" | grep -q cpu_dma_latency
-	cp "$TMP/zswapd.conf" "$TMP/zswapd.conf.orig"
-	printf 'fault_idle_poll_ms = 1000\n' >>"$TMP/zswapd.conf" # long enough to be seen
-	kill -HUP "$(dpid)"
-	sleep 0.5
+	reload_with "fault_idle_poll_ms = 1000" # long enough to be seen
 	scan_run poll
 	during=$(cpu_latency)
 	holds=$(($(stat_in "$TMP/poll.3" idle_poll_holds) - $(stat_in "$TMP/poll.0" idle_poll_holds)))
@@ -1574,12 +1571,9 @@ t_idle_poll() {
 	for _ in $(seq 50); do [ "$(cpu_latency)" = "$before" ] && break; sleep 0.1; done
 	[ "$(cpu_latency)" = "$before" ]
 	[ "$holds" -eq 0 ] || [ "$(stat_of idle_poll_usec)" -gt 0 ]
-	printf 'fault_idle_poll_ms = 0\n' >>"$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
-	sleep 0.5
+	reload_with "fault_idle_poll_ms = 0"
 	scan_run off
-	cp "$TMP/zswapd.conf.orig" "$TMP/zswapd.conf"
-	kill -HUP "$(dpid)"
+	reload_with
 	[ "$(stat_in "$TMP/off.3" idle_poll_holds)" -eq "$(stat_in "$TMP/off.0" idle_poll_holds)" ]
 	echo "result: idle_poll: $holds hold(s) in a scan, the request $during us during it," \
 		"$before us after; none with 0"
