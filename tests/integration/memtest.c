@@ -966,6 +966,14 @@ static void wait_usr1(void)
 		sigsuspend(&none);
 }
 
+/* Says what is left resident, then waits for the test's SIGUSR1 to go on. */
+static void evicted_then_wait(void)
+{
+	printf("evicted %ld kB resident\n", rss_anon_kb());
+	fflush(stdout);
+	wait_usr1();
+}
+
 /* Evicts, says so, waits for the test to stop (or kill) zswapd, then verifies. */
 static int t_wait_signal(int argc, char **argv)
 {
@@ -979,9 +987,7 @@ static int t_wait_signal(int argc, char **argv)
 	/* A hole in a registered chunk: after the daemon is gone, touching it
 	 * must not hang. */
 	madvise(m, PAGE, MADV_DONTNEED);
-	printf("evicted %ld kB resident\n", rss_anon_kb());
-	fflush(stdout);
-	wait_usr1();
+	evicted_then_wait();
 	if (strcmp(argv[1], "fork-then-touch") == 0) {
 		/* zswapd is gone: a child forked now must not read zeros either.
 		 * A raw fork: glibc's touches its .bss, evicted too, and that
@@ -1031,9 +1037,7 @@ static int t_fork_wait(int argc, char **argv)
 	}
 	CHECK(c > 0, "fork failed");
 	close(go[0]);
-	printf("evicted %ld kB resident\n", rss_anon_kb());
-	fflush(stdout);
-	wait_usr1();
+	evicted_then_wait();
 	CHECK(write(go[1], &byte, 1) == 1, "cannot wake the child");
 	verify(m, npages, 15, "parent");
 	CHECK(waitpid(c, &status, 0) == c && WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -1061,9 +1065,7 @@ static int t_sigbus(int argc, char **argv)
 	block_usr1();
 	fill(m, npages, 29);
 	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
-	printf("evicted %ld kB resident\n", rss_anon_kb());
-	fflush(stdout);
-	wait_usr1();
+	evicted_then_wait();
 	sigaction(SIGBUS, &sa, NULL);
 	for (size_t i = 0; i < npages; i++) {
 		fill_page(want, 29, i);
@@ -1339,9 +1341,7 @@ static int t_change_while_away(int argc, char **argv)
 	block_usr1();
 	fill(m, npages, 23);
 	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
-	printf("evicted %ld kB resident\n", rss_anon_kb());
-	fflush(stdout);
-	wait_usr1();
+	evicted_then_wait();
 	for (size_t i = 0; i < kept / 2; i += 4)
 		madvise(m + i * PAGE, PAGE, MADV_DONTNEED);
 	to = mremap(m + kept * PAGE, moved * PAGE, moved * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -1645,9 +1645,7 @@ static int t_fragment(int argc, char **argv)
 	block_usr1();
 	fill(m, npages, 16);
 	CHECK(reclaim_self(mib * MIB) > 0, "nothing evicted");
-	printf("evicted\n");
-	fflush(stdout);
-	wait_usr1();
+	evicted_then_wait();
 	for (size_t i = 0; i < npages; i += 2)
 		CHECK(madvise(m + i * PAGE, PAGE, MADV_DONTNEED) == 0, "madvise");
 	printf("fragmented\n");
