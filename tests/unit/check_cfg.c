@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "check_run.h"
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
@@ -740,10 +741,6 @@ static Suite *cfg_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(cfg_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

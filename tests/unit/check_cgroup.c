@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cgroup.h"
+#include "check_run.h"
 
 START_TEST(test_proc_v1)
 {
@@ -103,10 +104,6 @@ static Suite *cgroup_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(cgroup_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "check_run.h"
 #include "comp.h"
 
 #define SAME_WORD UINT64_C(0xdeadbeefcafebabe)
@@ -479,10 +480,6 @@ static Suite *comp_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(comp_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "hot.h"
 
 START_TEST(test_recent_and_expiry)
@@ -88,7 +89,6 @@ int main(void)
 	Suite *s = suite_create("hot");
 	TCase *tc = tcase_create("core");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_recent_and_expiry);
 	tcase_add_test(tc, test_page_zero);
@@ -97,8 +97,5 @@ int main(void)
 	tcase_add_test(tc, test_bounded_at_cap);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

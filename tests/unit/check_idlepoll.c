@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "idlepoll.h"
 
 #define HOLD 20000u /* usec */
@@ -87,7 +88,6 @@ int main(void)
 	Suite *s = suite_create("idlepoll");
 	TCase *tc = tcase_create("hold");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_burst_takes_once);
 	tcase_add_test(tc, test_sparse_never_takes);
@@ -95,8 +95,5 @@ int main(void)
 	tcase_add_test(tc, test_zero_hold_is_off);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

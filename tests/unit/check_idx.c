@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "idx.h"
 
 #define VAL(x) ((void *)(uintptr_t)(((uint64_t)(x) << 4) | 8))
@@ -638,10 +639,6 @@ static Suite *idx_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(idx_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

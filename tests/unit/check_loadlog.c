@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "loadlog.h"
 
 static void push(struct loadlog *l, uint64_t pgno, uint64_t when, uint32_t chances)
@@ -92,15 +93,11 @@ int main(void)
 	Suite *s = suite_create("loadlog");
 	TCase *tc = tcase_create("core");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_oldest_first);
 	tcase_add_test(tc, test_grows_in_order);
 	tcase_add_test(tc, test_bounded_at_cap);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

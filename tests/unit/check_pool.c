@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "comp.h"
 #include "pool.h"
 
@@ -1534,11 +1535,7 @@ static Suite *pool_suite(bool can_fork)
 int main(void)
 {
 	SRunner *sr = srunner_create(NULL);
-	int failed;
 
 	srunner_add_suite(sr, pool_suite(srunner_fork_status(sr) != CK_NOFORK));
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "prefetch.h"
 
 struct run {
@@ -138,7 +139,6 @@ int main(void)
 	Suite *s = suite_create("prefetch");
 	TCase *tc = tcase_create("window");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_random_never_opens);
 	tcase_add_test(tc, test_sequential_grows_to_max);
@@ -147,8 +147,5 @@ int main(void)
 	tcase_add_test(tc, test_zero_max_is_off_and_nothing_installed_settles_nothing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

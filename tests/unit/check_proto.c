@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "proto.h"
 
 #define HDR sizeof(struct zs_hdr)
@@ -1027,10 +1028,6 @@ static Suite *proto_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(proto_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "rate.h"
 
 START_TEST(test_first_feed_is_the_base)
@@ -80,10 +81,6 @@ static Suite *rate_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(rate_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "daemon.h"
 
 #define MIB (1024 * 1024ull)
@@ -72,7 +73,6 @@ int main(void)
 	Suite *s = suite_create("reclaim");
 	TCase *tc = tcase_create("throttle");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_within_slack);
@@ -81,8 +81,5 @@ int main(void)
 	tcase_add_test(tc, test_unreachable);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "idx.h"
 #include "replay.h"
 
@@ -242,10 +243,6 @@ static Suite *replay_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(replay_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "size.h"
 
 #define K UINT64_C(1024)
@@ -203,10 +204,6 @@ static Suite *size_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(size_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "vmscan.h"
 
 struct vma;
@@ -208,7 +209,6 @@ int main(void)
 	Suite *s = suite_create("vmscan");
 	TCase *tc = tcase_create("parse");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_parse_eligible);
 	tcase_add_test(tc, test_parse_excludes_shim);
@@ -219,8 +219,5 @@ int main(void)
 	tcase_add_test(tc, test_runs_dedup);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sr);
 }
