@@ -67,8 +67,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,7 +80,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -90,13 +87,11 @@
 #include <unistd.h>
 
 #include "keeper.h"
+#include "keeper_store.h"
 #include "log.h"
 
-#define KEEPER_STORE_MAX 65536	/* descriptors (FileDescriptorStoreMax=); RLIMIT_NOFILE may cap lower */
 #define KEEPER_MSG_MAX 4096	/* bytes of a datagram: systemd's NOTIFY_BUFFER_MAX (PIPE_BUF) */
 #define KEEPER_MSG_FDS 768	/* systemd's NOTIFY_FD_MAX; the kernel passes 253 at most (SCM_MAX_FD) */
-#define KEEPER_FDNAME_MAX 255	/* systemd's FDNAME_MAX */
-#define KEEPER_ENV_STR_MAX (32 * 4096) /* MAX_ARG_STRLEN: execve() refuses a longer string */
 #define KEEPER_QUICK_USEC 1000000ull   /* a child dead unready sooner after its start died quickly */
 #define KEEPER_QUICK_FREE 3	       /* quick deaths in a row before the first wait */
 #define KEEPER_WAIT_MIN_USEC 100000ull /* the first wait, doubled at each further quick death */
@@ -105,16 +100,7 @@
 #define KEEPER_EXEC_FAILED 127 /* the child's exit code when it cannot be exec'd, as in a shell */
 #define KEEPER_RCVBUF (8 << 20) /* bytes queued on NOTIFY_SOCKET: systemd's NOTIFY_RCVBUF_SIZE */
 
-static const char listen_fdnames_eq[] = "LISTEN_FDNAMES=";
 static const char listen_pid_eq[] = "LISTEN_PID=";
-
-struct stored {
-	int fd;
-	bool polled; /* in epoll, for EPOLLHUP and EPOLLERR */
-	dev_t dev;   /* a duplicate is looked for (kcmp) only among the same inode */
-	ino_t ino;
-	char *name;
-};
 
 struct keeper {
 	const char *exe;
@@ -122,9 +108,7 @@ struct keeper {
 	int ready_fd; /* written and closed at the first READY=1, -1 then */
 	int epfd, sig_fd, notify_fd, timer_fd;
 	char notify_env[64]; /* NOTIFY_SOCKET=@zswapd-keeper-<our pid> */
-	struct stored *store; /* in order of arrival */
-	size_t nstore, store_cap;
-	size_t names_len; /* bytes of LISTEN_FDNAMES's value, with its NUL */
+	struct keeper_store store;
 	pid_t child;	  /* 0 while none runs */
 	uint64_t child_start_usec;
 	bool child_ready; /* this child said READY=1 */
@@ -153,203 +137,6 @@ static void keeper_done(struct keeper *k, int exit_code)
 {
 	k->done = true;
 	k->exit_code = exit_code;
-}
-
-/* ---- the store ---------------------------------------------------------- */
-
-/* As systemd's fdname_is_valid(): printable ASCII but ':' (LISTEN_FDNAMES's
- * separator), at most 255 characters; the empty name is valid. */
-static bool fdname_valid(const char *s)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++) {
-		unsigned char c = (unsigned char)s[n];
-
-		if (c < ' ' || c >= 127 || c == ':')
-			return false;
-	}
-	return n <= KEEPER_FDNAME_MAX;
-}
-
-/* The same open file (not merely the same inode), as systemd's same_fd();
- * without kcmp (CONFIG_KCMP) both are kept. */
-static bool store_holds(const struct stored *s, int fd, const struct stat *st)
-{
-	pid_t self = getpid();
-
-	return s->dev == st->st_dev && s->ino == st->st_ino &&
-	       syscall(SYS_kcmp, self, self, KCMP_FILE, s->fd, fd) == 0;
-}
-
-static void store_close_one(struct keeper *k, struct stored *s)
-{
-	/* Before close(): the child holds the same open file, which would
-	 * keep the registration, and its events, alive. */
-	if (s->polled)
-		epoll_ctl(k->epfd, EPOLL_CTL_DEL, s->fd, NULL);
-	close(s->fd);
-	k->names_len -= strlen(s->name) + 1;
-	free(s->name);
-}
-
-/*
- * Takes fd whatever happens: stores it, or closes it.  Returns 1 if stored,
- * 0 if that open file was already, -EXFULL if the store is full, -E2BIG if
- * the names are, -errno.
- */
-static int store_add(struct keeper *k, int fd, const char *name, bool watch)
-{
-	struct epoll_event ev = { .events = 0, .data.fd = fd }; /* EPOLLHUP|EPOLLERR come anyway */
-	size_t len = strlen(name) + 1;
-	struct stored *s;
-	struct stat st;
-	int r;
-
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (k->nstore >= KEEPER_STORE_MAX) {
-		r = -EXFULL;
-		goto fail;
-	}
-	if (sizeof(listen_fdnames_eq) - 1 + k->names_len + len > KEEPER_ENV_STR_MAX) {
-		r = -E2BIG;
-		goto fail;
-	}
-	for (size_t i = 0; i < k->nstore; i++) {
-		if (store_holds(&k->store[i], fd, &st)) {
-			log_debug("keeper: descriptor %d is \"%s\" again, not stored twice", fd,
-				  k->store[i].name);
-			close(fd);
-			return 0;
-		}
-	}
-	if (k->nstore == k->store_cap) {
-		size_t cap = k->store_cap ? 2 * k->store_cap : 16;
-		struct stored *grown = realloc(k->store, cap * sizeof(*grown));
-
-		if (!grown) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		k->store = grown;
-		k->store_cap = cap;
-	}
-	s = &k->store[k->nstore];
-	*s = (struct stored){ .fd = fd, .dev = st.st_dev, .ino = st.st_ino, .name = strdup(name) };
-	if (!s->name) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	if (watch) {
-		if (epoll_ctl(k->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
-			s->polled = true;
-		} else if (errno != EPERM) { /* EPERM: not pollable (a memfd), kept as systemd does */
-			r = -errno;
-			free(s->name);
-			goto fail;
-		}
-	}
-	k->nstore++;
-	k->names_len += len;
-	return 1;
-fail:
-	close(fd);
-	return r;
-}
-
-/* FDSTORE=1: takes every one of fds, stored or closed. */
-static void store_add_all(struct keeper *k, int *fds, size_t n, const char *name, bool watch)
-{
-	size_t added = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		int r = store_add(k, fds[i], name, watch);
-
-		if (r == -EXFULL || r == -E2BIG) {
-			log_warning("keeper: the store is full (%zu descriptors, %zu bytes of names): "
-				    "closing %zu descriptors named \"%s\"",
-				    k->nstore, k->names_len, n - i, name);
-			for (size_t j = i + 1; j < n; j++)
-				close(fds[j]);
-			break;
-		}
-		if (r < 0)
-			log_warning_errno(r, "keeper: cannot store a descriptor named \"%s\": %m, closing it",
-					  name);
-		added += r > 0;
-	}
-	log_debug("keeper: stored %zu descriptors as \"%s\"%s, %zu in the store", added, name,
-		  watch ? "" : " (not polled)", k->nstore);
-}
-
-static bool store_find(const struct keeper *k, const char *name)
-{
-	for (size_t i = 0; i < k->nstore; i++)
-		if (strcmp(k->store[i].name, name) == 0)
-			return true;
-	return false;
-}
-
-/* FDSTOREREMOVE=1: closes every descriptor of that name, in one pass. */
-static void store_remove(struct keeper *k, const char *name)
-{
-	size_t kept = 0, n = k->nstore;
-
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(k->store[i].name, name) == 0)
-			store_close_one(k, &k->store[i]);
-		else
-			k->store[kept++] = k->store[i];
-	}
-	k->nstore = kept;
-	log_debug("keeper: removed %zu descriptors named \"%s\", %zu in the store", n - kept, name,
-		  kept);
-}
-
-/*
- * Forgets the polled descriptors that report a hang-up or an error, asking
- * each with poll() rather than trusting an epoll event, which may name a
- * number closed and reused since.  Also run before each start, so that what
- * died is never handed over.
- */
-static void store_sweep(struct keeper *k)
-{
-	struct pollfd *p;
-	size_t kept = 0, n = k->nstore;
-
-	if (!n)
-		return;
-	p = calloc(n, sizeof(*p));
-	if (!p)
-		return; /* swept at the next event */
-	for (size_t i = 0; i < n; i++)
-		p[i] = (struct pollfd){ .fd = k->store[i].polled ? k->store[i].fd : -1 };
-	if (poll(p, n, 0) <= 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-			log_info("keeper: stored descriptor \"%s\" reported %s, closing it",
-				 k->store[i].name, p[i].revents & POLLERR ? "EPOLLERR" : "EPOLLHUP");
-			store_close_one(k, &k->store[i]);
-		} else {
-			k->store[kept++] = k->store[i];
-		}
-	}
-	k->nstore = kept;
-out:
-	free(p);
-}
-
-static void store_free(struct keeper *k)
-{
-	for (size_t i = 0; i < k->nstore; i++)
-		store_close_one(k, &k->store[i]);
-	free(k->store);
-	k->store = NULL;
-	k->nstore = k->store_cap = 0;
 }
 
 /* ---- notifications ------------------------------------------------------ */
@@ -393,7 +180,7 @@ static void child_is_ready(struct keeper *k)
 	k->child_ready = k->ever_ready = true;
 	k->early_deaths = 0;
 	log_info("keeper: zswapd (pid %d) is ready, %zu descriptors in the store", (int)k->child,
-		 k->nstore);
+		 k->store.n);
 	if (k->ready_fd >= 0) {
 		(void)!write(k->ready_fd, "1", 1);
 		close(k->ready_fd);
@@ -414,20 +201,20 @@ static void notify_dispatch(struct keeper *k, char *text, int *fds, size_t nfds)
 	if (m.errno_value)
 		log_debug("keeper: zswapd (pid %d) failed: errno %s", (int)k->child, m.errno_value);
 	if (m.fdstore_remove) {
-		if (!m.fdname || !fdname_valid(m.fdname))
+		if (!m.fdname || !keeper_fdname_valid(m.fdname))
 			log_warning("keeper: FDSTOREREMOVE=1 without a valid FDNAME=, ignoring");
 		else
-			store_remove(k, m.fdname);
+			keeper_store_remove(&k->store, m.fdname);
 	} else if (m.fdstore) {
 		const char *name = m.fdname;
 
-		if (name && !fdname_valid(name)) {
+		if (name && !keeper_fdname_valid(name)) {
 			log_warning("keeper: invalid FDNAME= (printable ASCII but ':', at most %d "
 				    "characters), storing as \"stored\"",
 				    KEEPER_FDNAME_MAX);
 			name = NULL;
 		}
-		store_add_all(k, fds, nfds, name ? name : "stored", !m.fdpoll_off);
+		keeper_store_add_all(&k->store, fds, nfds, name ? name : "stored", !m.fdpoll_off);
 		nfds = 0;
 	}
 	if (nfds) {
@@ -552,20 +339,20 @@ static int spawn_prepare(struct keeper *k, struct spawn *sp)
 		if (!env_is_ours(*e))
 			sp->envp[i++] = *e;
 	sp->envp[i++] = k->notify_env;
-	if (!k->nstore)
+	if (!k->store.n)
 		return 0;
 	/* LISTEN_PID's digits are written by the child, which alone knows them. */
 	sp->listen_pid = calloc(1, sizeof(listen_pid_eq) + 24);
-	sp->held = malloc(k->nstore * sizeof(*sp->held));
-	sp->listen_fdnames = malloc(sizeof(listen_fdnames_eq) + k->names_len);
+	sp->held = malloc(k->store.n * sizeof(*sp->held));
+	sp->listen_fdnames = malloc(sizeof(KEEPER_LISTEN_FDNAMES) + k->store.names_len);
 	if (!sp->listen_pid || !sp->held || !sp->listen_fdnames ||
-	    asprintf(&sp->listen_fds, "LISTEN_FDS=%zu", k->nstore) < 0)
+	    asprintf(&sp->listen_fds, "LISTEN_FDS=%zu", k->store.n) < 0)
 		return -ENOMEM;
 	memcpy(sp->listen_pid, listen_pid_eq, sizeof(listen_pid_eq) - 1);
-	p = stpcpy(sp->listen_fdnames, listen_fdnames_eq);
-	for (size_t j = 0; j < k->nstore; j++) {
-		len = strlen(k->store[j].name);
-		memcpy(p, k->store[j].name, len);
+	p = stpcpy(sp->listen_fdnames, KEEPER_LISTEN_FDNAMES);
+	for (size_t j = 0; j < k->store.n; j++) {
+		len = strlen(k->store.fds[j].name);
+		memcpy(p, k->store.fds[j].name, len);
 		p += len;
 		*p++ = ':';
 	}
@@ -573,11 +360,11 @@ static int spawn_prepare(struct keeper *k, struct spawn *sp)
 	sp->envp[i++] = sp->listen_fds;
 	sp->envp[i++] = sp->listen_pid;
 	sp->envp[i++] = sp->listen_fdnames;
-	for (size_t j = 0; j < k->nstore; j++)
+	for (size_t j = 0; j < k->store.n; j++)
 		sp->held[j] = -1;
-	for (size_t j = 0; j < k->nstore; j++)
-		if (k->store[j].fd >= 3 && (size_t)k->store[j].fd < k->nstore + 3)
-			sp->held[k->store[j].fd - 3] = (int)j;
+	for (size_t j = 0; j < k->store.n; j++)
+		if (k->store.fds[j].fd >= 3 && (size_t)k->store.fds[j].fd < k->store.n + 3)
+			sp->held[k->store.fds[j].fd - 3] = (int)j;
 	return 0;
 }
 
@@ -589,7 +376,7 @@ static int spawn_prepare(struct keeper *k, struct spawn *sp)
  * most one descriptor more than we do, and a store as large as
  * RLIMIT_NOFILE allows can be handed over.  st is the child's copy.
  */
-static int child_move_fds(struct stored *st, size_t n, int *held)
+static int child_move_fds(struct keeper_fd *st, size_t n, int *held)
 {
 	for (size_t i = 0; i < n; i++) {
 		int t = 3 + (int)i, from = st[i].fd;
@@ -650,11 +437,11 @@ static _Noreturn void child_exec(struct keeper *k, struct spawn *sp)
 
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigprocmask(SIG_SETMASK, &k->child_sigmask, NULL);
-	r = child_move_fds(k->store, k->nstore, sp->held);
+	r = child_move_fds(k->store.fds, k->store.n, sp->held);
 	if (r < 0)
 		child_fail("cannot move the stored descriptors for", k->exe, -r);
 	/* Nothing else, as under systemd: not ours, not what we were given. */
-	close_range((unsigned)k->nstore + 3, ~0U, 0);
+	close_range((unsigned)k->store.n + 3, ~0U, 0);
 	if (sp->listen_pid)
 		fmt_pid(sp->listen_pid + sizeof(listen_pid_eq) - 1, getpid());
 	setrlimit(RLIMIT_NOFILE, &k->nofile);
@@ -675,7 +462,7 @@ static int child_start(struct keeper *k)
 	pid_t pid;
 	int r;
 
-	store_sweep(k);
+	keeper_store_sweep(&k->store);
 	r = spawn_prepare(k, &sp);
 	if (r < 0) {
 		log_error_errno(r, "keeper: cannot prepare the start of %s: %m", k->exe);
@@ -692,7 +479,7 @@ static int child_start(struct keeper *k)
 	k->child_ready = false;
 	k->child_start_usec = monotonic_usec();
 	log_info("keeper: started %s (pid %d) with %zu stored descriptors", k->exe, (int)pid,
-		 k->nstore);
+		 k->store.n);
 	/* Stopped while none ran: it gets the store, and gives back what it holds. */
 	if (k->stop_signal)
 		kill(pid, k->stop_signal);
@@ -732,9 +519,9 @@ static void child_restart(struct keeper *k, uint64_t usec)
 /* A clean stop, or (the pool left in the store) a hand-over for a restart. */
 static void child_exited_0(struct keeper *k, pid_t pid)
 {
-	if (!store_find(k, "pool")) {
+	if (!keeper_store_find(&k->store, "pool")) {
 		log_info("keeper: zswapd (pid %d) stopped cleanly; closing %zu stored descriptors",
-			 (int)pid, k->nstore);
+			 (int)pid, k->store.n);
 		keeper_done(k, 0);
 		return;
 	}
@@ -742,8 +529,8 @@ static void child_exited_0(struct keeper *k, pid_t pid)
 	 * back what it takes over. */
 	log_info("keeper: zswapd (pid %d) handed over for a restart: starting the next with %zu "
 		 "stored descriptors%s",
-		 (int)pid, k->nstore, k->stop_signal ? ", to stop it" : "");
-	store_sweep(k);
+		 (int)pid, k->store.n, k->stop_signal ? ", to stop it" : "");
+	keeper_store_sweep(&k->store);
 	child_restart(k, 0);
 }
 
@@ -783,7 +570,7 @@ static void child_died(struct keeper *k, int status)
 		keeper_done(k, code);
 		return;
 	}
-	store_sweep(k);
+	keeper_store_sweep(&k->store);
 	/* One that was serving is started again at once, however soon it
 	 * died: its processes wait on it.  Only starts that die before they
 	 * are ready (a recovery that cannot succeed) back off. */
@@ -795,11 +582,11 @@ static void child_died(struct keeper *k, int status)
 	if (wait)
 		log_warning("keeper: zswapd (pid %d) %s: starting it again with %zu stored "
 			    "descriptors in %llu ms (%u quick deaths in a row)",
-			    (int)pid, how, k->nstore, (unsigned long long)(wait / 1000),
+			    (int)pid, how, k->store.n, (unsigned long long)(wait / 1000),
 			    k->quick_deaths);
 	else
 		log_warning("keeper: zswapd (pid %d) %s: starting it again with %zu stored descriptors",
-			    (int)pid, how, k->nstore);
+			    (int)pid, how, k->store.n);
 	child_restart(k, wait);
 }
 
@@ -840,7 +627,7 @@ static void on_stop_signal(struct keeper *k, int sig)
 	k->stop_signal = sig;
 	if (k->child) {
 		kill(k->child, sig);
-	} else if (k->nstore) {
+	} else if (k->store.n) {
 		log_info("keeper: starting zswapd to stop it, so that it gives back what it stored");
 		timerfd_settime(k->timer_fd, 0, &off, NULL);
 		if (child_start(k) < 0)
@@ -905,7 +692,7 @@ static int keeper_loop(struct keeper *k)
 			else if (fd == k->timer_fd)
 				on_timer(k);
 			else
-				store_sweep(k);
+				keeper_store_sweep(&k->store);
 		}
 	}
 	return 0;
@@ -992,6 +779,7 @@ static int keeper_setup(struct keeper *k)
 	k->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (k->epfd < 0)
 		return log_error_errno(-errno, "keeper: cannot create epoll: %m");
+	k->store.epfd = k->epfd;
 	k->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (k->sig_fd < 0 || k->timer_fd < 0)
@@ -1009,7 +797,7 @@ static int keeper_setup(struct keeper *k)
 
 static void keeper_teardown(struct keeper *k)
 {
-	store_free(k);
+	keeper_store_free(&k->store);
 	if (k->ready_fd >= 0) /* never ready: the background parent says it failed */
 		close(k->ready_fd);
 	if (k->notify_fd >= 0)
@@ -1030,7 +818,8 @@ int keeper_run(const char *exe, char *const argv[], int ready_fd)
 			    .epfd = -1,
 			    .sig_fd = -1,
 			    .notify_fd = -1,
-			    .timer_fd = -1 };
+			    .timer_fd = -1,
+			    .store.epfd = -1 };
 	int r;
 
 	r = keeper_setup(&k);

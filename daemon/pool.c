@@ -45,19 +45,8 @@
  *    its class: partial slabs sit in POOL_GROUPS fullness groups
  *    (zsmalloc's fullness lists), and a bitmap of non-empty groups finds
  *    the fullest in O(1).  Sparse slabs then only lose objects and are
- *    returned.
- *
- *  - Fullest-first is not enough when entries die at random: a slab goes
- *    back only once every object in it is gone (up to a few dozen), so
- *    releasing a random half of the pool frees almost no slab and leaves the
- *    pool half empty.  Hence compaction (zsmalloc's zs_compact): per class,
- *    the objects of the sparsest slab are copied into free slots of the
- *    fullest ones until it is empty and can be unmapped.  Slot counts decide
- *    what it can achieve: a class with F free slots in slabs of S slots can
- *    give back F / S whole slabs (pool_fragmented_bytes()), and draining
- *    sparsest-first gives back exactly that many while copying few objects:
- *    the sparsest slabs hold the fewest.  Copies within a class only: moving an object to a bigger
- *    class would waste what compaction is meant to recover.
+ *    returned.  Fullest-first is not enough when entries die at random,
+ *    hence compaction (pool_compact.c).
  *
  *  - Objects that move need a name that does not: a handle is an index into
  *    a handle table whose entry holds the object's current slab id, slot and
@@ -80,137 +69,20 @@
  * entry) means the daemon's own memory is corrupt; we abort rather than hand
  * out or free someone else's page.
  *
- * Compaction is incremental: pool_compact_some() moves a bounded number of
- * objects and keeps its place (class, slab being drained, slot scan) in the
- * pool, so the event loop can spread the copying over many turns.
+ * Handing the pool to another zswapd, after an upgrade or a crash, is
+ * pool_handover.c.
  *
  * Not thread-safe: the caller serialises access to one pool.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "comp.h"
-#include "pool.h"
-
-#define POOL_CLASS_DELTA 32u
-#define POOL_NR_CLASSES (ZS_PAGE_SIZE / POOL_CLASS_DELTA)
-#define POOL_MAX_SLAB_PAGES 16u
-#define POOL_MAX_SLOTS (POOL_MAX_SLAB_PAGES * ZS_PAGE_SIZE / POOL_CLASS_DELTA)
-#define POOL_GROUPS 16u
-#define POOL_NO_GROUP UINT8_MAX
-/* One slab per chunk of the arena, as big as the biggest slab. */
-#define POOL_CHUNK_SHIFT 16u
-/* The arena grows with the slab ids, from this many chunks to at most
- * 256 GiB of address space (which sanitizers' layouts still have). */
-#define POOL_FIRST_CHUNKS 64u
-#define POOL_MAX_CHUNKS (1u << 22)
-#define POOL_MAX_HANDLES UINT32_MAX
-/* Empty slabs kept for reuse until pool_trim(), at most: */
-#define POOL_CACHE_SLABS 256u
-#define POOL_CACHE_BYTES (1u << 20)
-/* Objects pool_compact() moves between checks for completion. */
-#define POOL_COMPACT_BATCH 1024u
-
-_Static_assert(ZS_PAGE_SIZE % POOL_CLASS_DELTA == 0, "classes must tile a page");
-_Static_assert(POOL_MAX_SLOTS <= UINT16_MAX, "slot indices are kept in uint16_t");
-_Static_assert(ZS_PAGE_SIZE <= UINT16_MAX, "object lengths are kept in uint16_t");
-_Static_assert(POOL_NR_CLASSES <= UINT16_MAX, "class indices are kept in uint16_t");
-_Static_assert(POOL_GROUPS <= 32, "the group bitmap is 32 bits");
-_Static_assert(POOL_MAX_SLAB_PAGES * ZS_PAGE_SIZE == 1u << POOL_CHUNK_SHIFT,
-	       "a chunk holds the biggest slab");
-
-/*
- * One handle table entry.  8 bytes: small beside the object it describes,
- * which takes a slot of 32 bytes at least and typically of hundreds.
- */
-struct pool_handle {
-	uint32_t slab; /* slab id; if free, the next free entry (0 ends the list) */
-	uint16_t slot;
-	uint16_t len; /* as allocated; 0 marks a free entry */
-};
-
-_Static_assert(sizeof(struct pool_handle) == 8, "handle entries are 8 bytes");
-
-/*
- * Every write of a table entry is one 8-byte store, after the object's
- * bytes: a zswapd killed at any instant leaves each entry naming either
- * the object's old place or its new one, never half of each, and never a
- * place its bytes have not reached (pool_recover()).
- */
-static void pool_handle_set(struct pool_handle *e, uint32_t slab, uint16_t slot, uint16_t len)
-{
-	uint64_t v;
-
-	memcpy(&v, &(struct pool_handle){ .slab = slab, .slot = slot, .len = len }, sizeof(v));
-	__atomic_store_n((uint64_t *)(void *)e, v, __ATOMIC_RELEASE);
-}
-
-struct pool_slab {
-	struct pool_slab *prev, *next; /* in its class's fullness group */
-	uint32_t id;
-	uint16_t cls;
-	uint16_t nr_used;
-	uint8_t group; /* POOL_NO_GROUP when full */
-	/*
-	 * slot_handle[nr_slots]: handle of the object in each slot, 0 if the
-	 * slot is free; then uint16_t free_stack[nr_slots], of which the top
-	 * nr_slots - nr_used entries are the free slots.
-	 */
-	uint32_t slot_handle[];
-};
-
-struct pool_class {
-	uint32_t size;
-	uint16_t pages;
-	uint16_t nr_slots;
-	uint32_t group_mask; /* bit g set: groups[g] is not empty */
-	uint32_t nr_slabs;
-	uint64_t nr_used; /* objects in all its slabs */
-	struct pool_slab *groups[POOL_GROUPS];
-};
-
-/* An empty slab's chunk, its pages kept for the next slab of the same size. */
-struct pool_cached_slab {
-	uint32_t id;
-	uint32_t bytes;
-	uint32_t period; /* the pool_trim() period it came in */
-};
-
-struct pool {
-	int fd;	      /* the arena's memfd */
-	uint8_t *base; /* where it is mapped */
-	uint64_t arena_bytes; /* mapped: at least cap_ids chunks */
-	uint64_t file_bytes;  /* the memfd's size, never less */
-	struct pool_class classes[POOL_NR_CLASSES];
-	struct pool_cached_slab cache[POOL_CACHE_SLABS];
-	uint32_t nr_cached;
-	uint32_t cache_period; /* pool_trim() calls so far */
-	uint64_t cached_bytes;
-	struct pool_slab **slabs; /* by id; NULL for free and cached ids */
-	uint32_t *free_ids;	  /* ids whose chunk holds no page */
-	uint32_t nr_free_ids;
-	uint32_t nr_ids; /* ids handed out so far, free or not */
-	uint32_t cap_ids;
-	struct pool_handle *handles; /* mapped from hfd */
-	int hfd;		     /* the handle table's memfd */
-	uint64_t handles_bytes;	     /* mapped, and the memfd's size */
-	uint32_t nr_handles; /* table entries, all initialised */
-	uint32_t free_handle; /* head of the free entries, 0 if none */
-	/* Where pool_compact_some() resumes. */
-	struct pool_slab *compact_src; /* being drained; NULL to pick one */
-	uint16_t compact_cls;
-	uint16_t compact_slot; /* scan position in compact_src */
-	uint64_t total_size;
-	uint64_t stored_bytes;
-	uint64_t nr_objects;
-};
+#include "pool_internal.h"
 
 /*
  * Pages per slab: the count that wastes the smallest fraction at the tail.
@@ -248,7 +120,7 @@ static void pool_init_classes(struct pool *p)
 
 /* A pool on the arena in fd, which is file_bytes long and all mapped; it
  * owns fd once this succeeds. */
-static int pool_open(int fd, uint64_t file_bytes, struct pool **ret_pool)
+int pool_open(int fd, uint64_t file_bytes, struct pool **ret_pool)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	int r;
@@ -284,7 +156,6 @@ fail:
 	return r;
 }
 
-
 /*
  * Maps `chunks` chunks at least.  The memfd only ever grows: an adopted
  * one may be longer than what is mapped yet, and must not be cut.  The
@@ -310,28 +181,6 @@ static int pool_grow_arena(struct pool *p, uint32_t chunks)
 	return 0;
 }
 
-static uint16_t *pool_free_stack(struct pool_slab *s, const struct pool_class *c)
-{
-	return (uint16_t *)(s->slot_handle + c->nr_slots);
-}
-
-static size_t pool_slab_bytes(const struct pool_class *c)
-{
-	return (size_t)c->pages * ZS_PAGE_SIZE;
-}
-
-/* The class of an object of len (1..ZS_PAGE_SIZE) bytes. */
-static unsigned pool_class_of(size_t len)
-{
-	return (unsigned)((len - 1) / POOL_CLASS_DELTA);
-}
-
-/* The slot size of an object of len bytes: its class's size. */
-static size_t pool_slot_size(size_t len)
-{
-	return (len + POOL_CLASS_DELTA - 1) / POOL_CLASS_DELTA * POOL_CLASS_DELTA;
-}
-
 static _Noreturn void pool_corrupt(const char *op, uint64_t handle)
 {
 	fprintf(stderr, "zswapd: pool: %s of invalid handle 0x%llx, memory is corrupt\n", op,
@@ -340,15 +189,10 @@ static _Noreturn void pool_corrupt(const char *op, uint64_t handle)
 }
 
 /* The pool's own bookkeeping contradicts itself: as bad as a corrupt handle. */
-static _Noreturn void pool_bug(const char *what, uint32_t slab_id)
+_Noreturn void pool_bug(const char *what, uint32_t slab_id)
 {
 	fprintf(stderr, "zswapd: pool: %s in slab %u, memory is corrupt\n", what, slab_id);
 	abort();
-}
-
-static uint8_t *pool_chunk(const struct pool *p, uint32_t id)
-{
-	return p->base + ((size_t)id << POOL_CHUNK_SHIFT);
 }
 
 static void pool_put_id(struct pool *p, uint32_t id)
@@ -453,7 +297,7 @@ void pool_free(struct pool *p)
 }
 
 /* Makes room for one more id in all arrays, so freeing an id cannot fail. */
-static int pool_grow_ids(struct pool *p)
+int pool_grow_ids(struct pool *p)
 {
 	uint32_t cap = p->cap_ids ? p->cap_ids * 2 : 64;
 	struct pool_slab **slabs;
@@ -523,7 +367,7 @@ static int pool_slab_id_get(struct pool *p, uint32_t bytes, uint32_t *ret_id)
  * arena, it outlives the daemon: a zswapd started after this one died
  * reads where every object is from it (pool_recover()).
  */
-static int pool_map_handles(struct pool *p, uint32_t cap)
+int pool_map_handles(struct pool *p, uint32_t cap)
 {
 	uint64_t bytes = ((uint64_t)cap * sizeof(struct pool_handle) + ZS_PAGE_SIZE - 1) &
 			 ~(uint64_t)(ZS_PAGE_SIZE - 1);
@@ -654,7 +498,7 @@ static void pool_group_link(struct pool_class *c, struct pool_slab *s, unsigned 
 }
 
 /* Full slabs are on no list: nothing can be allocated from them. */
-static void pool_slab_regroup(struct pool_class *c, struct pool_slab *s)
+void pool_slab_regroup(struct pool_class *c, struct pool_slab *s)
 {
 	unsigned g;
 
@@ -670,7 +514,7 @@ static void pool_slab_regroup(struct pool_class *c, struct pool_slab *s)
 }
 
 /* A slab's header, on no list, its slots all free but no free stack yet. */
-static struct pool_slab *pool_slab_header(struct pool *p, unsigned cls, uint32_t id)
+struct pool_slab *pool_slab_header(struct pool *p, unsigned cls, uint32_t id)
 {
 	const struct pool_class *c = &p->classes[cls];
 	struct pool_slab *s = calloc(1, sizeof(*s) + c->nr_slots * (sizeof(s->slot_handle[0]) +
@@ -712,14 +556,14 @@ static int pool_slab_create(struct pool *p, unsigned cls, struct pool_slab **ret
 }
 
 /* Takes the slab off its list, gives back its chunk. */
-static void pool_slab_retire(struct pool *p, struct pool_slab *s, bool keep)
+void pool_slab_retire(struct pool *p, struct pool_slab *s, bool keep)
 {
 	pool_group_unlink(&p->classes[s->cls], s);
 	pool_slab_destroy(p, s, keep);
 }
 
 /* Occupies a free slot of a slab that has one, for handle h. */
-static uint16_t pool_slot_take(struct pool_class *c, struct pool_slab *s, uint32_t h)
+uint16_t pool_slot_take(struct pool_class *c, struct pool_slab *s, uint32_t h)
 {
 	uint16_t slot = pool_free_stack(s, c)[c->nr_slots - s->nr_used - 1];
 
@@ -734,7 +578,7 @@ static uint16_t pool_slot_take(struct pool_class *c, struct pool_slab *s, uint32
  * Frees a slot.  A slab left empty is not regrouped, only left on its list:
  * the caller retires it at once.
  */
-static void pool_slot_put(struct pool_class *c, struct pool_slab *s, uint16_t slot)
+void pool_slot_put(struct pool_class *c, struct pool_slab *s, uint16_t slot)
 {
 	s->slot_handle[slot] = 0;
 	pool_free_stack(s, c)[c->nr_slots - s->nr_used] = slot;
@@ -784,7 +628,7 @@ int pool_alloc(struct pool *p, size_t len, uint64_t *ret_handle)
 }
 
 /* The live object's table entry; aborts if handle names none. */
-static struct pool_handle *pool_lookup(const struct pool *p, uint64_t handle, const char *op)
+struct pool_handle *pool_lookup(const struct pool *p, uint64_t handle, const char *op)
 {
 	struct pool_handle *e;
 
@@ -824,368 +668,6 @@ void *pool_map(struct pool *p, uint64_t handle)
 size_t pool_obj_len(struct pool *p, uint64_t handle)
 {
 	return pool_lookup(p, handle, "obj_len")->len;
-}
-
-int pool_fd(const struct pool *p)
-{
-	return p->fd;
-}
-
-void pool_locate(struct pool *p, uint64_t handle, uint32_t *ret_slab, uint16_t *ret_slot)
-{
-	const struct pool_handle *e = pool_lookup(p, handle, "locate");
-
-	*ret_slab = e->slab;
-	*ret_slot = e->slot;
-}
-
-int pool_adopt(int fd, uint64_t max_handle, struct pool **ret_pool)
-{
-	struct pool *p = NULL;
-	struct stat st;
-	int r;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (st.st_size <= 0 || st.st_size % (1 << POOL_CHUNK_SHIFT) ||
-	    (uint64_t)st.st_size >> POOL_CHUNK_SHIFT > POOL_MAX_CHUNKS ||
-	    max_handle >= POOL_MAX_HANDLES)
-		return -EPROTO;
-	r = pool_open(fd, (uint64_t)st.st_size, &p);
-	if (r < 0)
-		return r;
-	/* Every entry free until placed; the free list is threaded at the end. */
-	r = pool_map_handles(p, (uint32_t)max_handle + 1);
-	if (r < 0) {
-		p->fd = -1; /* still the caller's */
-		pool_free(p);
-		return r;
-	}
-	p->nr_handles = (uint32_t)max_handle + 1;
-	*ret_pool = p;
-	return 0;
-}
-
-int pool_place(struct pool *p, uint64_t handle, uint32_t id, uint16_t slot, size_t len)
-{
-	struct pool_class *c;
-	struct pool_slab *s;
-	unsigned cls;
-	int r;
-
-	if (len == 0 || len > ZS_PAGE_SIZE || handle == 0 || handle >= p->nr_handles ||
-	    p->handles[handle].len || id >= POOL_MAX_CHUNKS)
-		return -EPROTO;
-	cls = pool_class_of(len);
-	c = &p->classes[cls];
-	if (slot >= c->nr_slots)
-		return -EPROTO;
-	while (id >= p->cap_ids) {
-		r = pool_grow_ids(p);
-		if (r < 0)
-			return r;
-	}
-	for (; p->nr_ids <= id; p->nr_ids++)
-		p->slabs[p->nr_ids] = NULL;
-	s = p->slabs[id];
-	if (!s) {
-		s = pool_slab_header(p, cls, id);
-		if (!s)
-			return -ENOMEM;
-		p->slabs[id] = s;
-		c->nr_slabs++;
-		p->total_size += pool_slab_bytes(c);
-	} else if (s->cls != cls || s->slot_handle[slot]) {
-		return -EPROTO;
-	}
-	s->slot_handle[slot] = (uint32_t)handle;
-	s->nr_used++;
-	c->nr_used++;
-	pool_handle_set(&p->handles[handle], id, slot, (uint16_t)len);
-	p->stored_bytes += len;
-	p->nr_objects++;
-	return 0;
-}
-
-/*
- * Maps the pages of the slabs from id *cursor on, runs of neighbouring
- * slabs at a time, until about max_bytes are done.  Only slabs that exist
- * now: populating a free chunk would allocate pages nothing counts.
- */
-bool pool_populate_some(struct pool *p, uint32_t *cursor, size_t max_bytes)
-{
-	uint64_t start = 0, end = 0, done = 0; /* the run so far, as arena offsets */
-	uint32_t id = *cursor;
-
-	for (; id <= p->nr_ids && done < max_bytes; id++) {
-		const struct pool_slab *s = id < p->nr_ids ? p->slabs[id] : NULL;
-		uint64_t off = (uint64_t)id << POOL_CHUNK_SHIFT;
-
-		if (s && off == end && end - start < max_bytes) {
-			end = off + pool_slab_bytes(&p->classes[s->cls]);
-			continue;
-		}
-		if (end > start) {
-			/* A failure (no memory to lock) leaves those pages to their first fault. */
-			madvise(p->base + start, end - start, MADV_POPULATE_READ);
-			done += end - start;
-		}
-		start = off;
-		end = s ? off + pool_slab_bytes(&p->classes[s->cls]) : off;
-	}
-	if (end > start)
-		madvise(p->base + start, end - start, MADV_POPULATE_READ);
-	*cursor = id;
-	return id > p->nr_ids;
-}
-
-/* Chunks [from, to) hold no slab: whatever pages a dead zswapd left there go. */
-static void pool_punch_free(struct pool *p, uint32_t from, uint32_t to)
-{
-	if (to > from)
-		fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			  (off_t)((uint64_t)from << POOL_CHUNK_SHIFT),
-			  (off_t)((uint64_t)(to - from) << POOL_CHUNK_SHIFT));
-}
-
-void pool_adopt_done(struct pool *p)
-{
-	uint32_t free_end = p->nr_ids; /* the run of free chunks being walked ends here */
-
-	/* Downwards, so that the lowest ids, slots and handles go out first. */
-	for (uint32_t id = p->nr_ids; id-- > 0;) {
-		struct pool_slab *s = p->slabs[id];
-		struct pool_class *c;
-		uint16_t *stack, n = 0;
-
-		if (!s) {
-			p->free_ids[p->nr_free_ids++] = id;
-			continue;
-		}
-		/* An upgrade drops its cache first, but a crash leaves it. */
-		pool_punch_free(p, id + 1, free_end);
-		free_end = id;
-		c = &p->classes[s->cls];
-		stack = pool_free_stack(s, c);
-		for (uint16_t slot = c->nr_slots; slot-- > 0;)
-			if (!s->slot_handle[slot])
-				stack[n++] = slot;
-		pool_slab_regroup(c, s);
-	}
-	pool_punch_free(p, 0, free_end);
-	for (uint32_t h = p->nr_handles; h-- > 1;) {
-		if (p->handles[h].len)
-			continue;
-		pool_handle_set(&p->handles[h], p->free_handle, 0, 0);
-		p->free_handle = h;
-	}
-}
-
-size_t pool_live_len(const struct pool *p, uint64_t handle)
-{
-	return handle && handle < p->nr_handles ? p->handles[handle].len : 0;
-}
-
-uint64_t pool_handle_end(const struct pool *p)
-{
-	return p->nr_handles;
-}
-
-int pool_handles_fd(const struct pool *p)
-{
-	return p->hfd;
-}
-
-int pool_recover(int fd, int hfd, struct pool **ret_pool)
-{
-	struct pool_handle *old = MAP_FAILED;
-	struct pool *p = NULL;
-	uint64_t n = 0, max = 0;
-	struct stat st;
-	int r;
-
-	if (fstat(hfd, &st) < 0)
-		return -errno;
-	if (st.st_size < (off_t)sizeof(*old) || st.st_size % ZS_PAGE_SIZE ||
-	    (uint64_t)st.st_size / sizeof(*old) > (uint64_t)POOL_MAX_HANDLES + 1)
-		return -EPROTO;
-	n = (uint64_t)st.st_size / sizeof(*old);
-	/* A private copy to read from: the table is rebuilt in its own memfd. */
-	old = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, hfd, 0);
-	if (old == MAP_FAILED)
-		return -errno;
-	for (uint64_t h = 1; h < n; h++)
-		if (old[h].len)
-			max = h;
-	r = old[0].len ? -EPROTO : pool_adopt(fd, max ? max : 1, &p);
-	for (uint64_t h = 1; r == 0 && h <= max; h++)
-		if (old[h].len)
-			r = pool_place(p, h, old[h].slab, old[h].slot, old[h].len);
-	if (r == 0) {
-		pool_adopt_done(p);
-		*ret_pool = p;
-	} else if (p) {
-		p->fd = -1; /* still the caller's */
-		pool_free(p);
-	}
-	munmap(old, (size_t)st.st_size);
-	return r;
-}
-
-/* Whole slabs' worth of free slots in the class: what compaction can return. */
-static uint64_t pool_class_spare_slabs(const struct pool_class *c)
-{
-	return ((uint64_t)c->nr_slabs * c->nr_slots - c->nr_used) / c->nr_slots;
-}
-
-/*
- * The slab to drain: the sparsest, i.e. the head of the lowest non-empty
- * group (within a group, fullness differs by at most 1/POOL_GROUPS of a slab).
- * The one being drained is kept while it is still in the lowest group, even
- * if a release between two calls files another slab at that group's head:
- * switching would strand the objects already moved out of it and spend the
- * moves again on the new one.  Without allocations a source only loses
- * objects, so it stays lowest.
- */
-static struct pool_slab *pool_compact_src(struct pool *p, struct pool_class *c)
-{
-	unsigned lowest = (unsigned)__builtin_ctz(c->group_mask);
-	struct pool_slab *s = p->compact_src;
-
-	if (s && s->group == lowest)
-		return s;
-	s = c->groups[lowest];
-	p->compact_src = s;
-	p->compact_slot = 0;
-	return s;
-}
-
-/* The fullest partial slab other than the source: where moved objects go. */
-static struct pool_slab *pool_compact_dst(struct pool_class *c, const struct pool_slab *src)
-{
-	uint32_t mask = c->group_mask;
-
-	while (mask) {
-		unsigned g = 31 - (unsigned)__builtin_clz(mask);
-
-		for (struct pool_slab *s = c->groups[g]; s; s = s->next)
-			if (s != src)
-				return s;
-		mask &= ~(UINT32_C(1) << g);
-	}
-	return NULL;
-}
-
-/*
- * The next occupied slot of the source.  The scan position survives between
- * calls, so draining a slab costs O(nr_slots) in all; it wraps because
- * allocations between calls may have refilled slots behind it.
- */
-static uint16_t pool_compact_next_slot(struct pool *p, const struct pool_class *c,
-				       const struct pool_slab *s)
-{
-	uint16_t slot = p->compact_slot;
-
-	for (unsigned n = 0; n < c->nr_slots; n++, slot++) {
-		if (slot == c->nr_slots)
-			slot = 0;
-		if (s->slot_handle[slot]) {
-			p->compact_slot = slot;
-			return slot;
-		}
-	}
-	/* The source is on a list, so not empty: the bookkeeping is broken. */
-	pool_bug("compaction source has no object", s->id);
-}
-
-/* Moves the object in src's slot into a free slot of dst; its handle follows. */
-static void pool_move(struct pool *p, struct pool_class *c, struct pool_slab *src,
-		      uint16_t slot, struct pool_slab *dst)
-{
-	uint32_t h = src->slot_handle[slot];
-	struct pool_handle *e = &p->handles[h];
-	uint16_t to = pool_slot_take(c, dst, h);
-
-	memcpy(pool_chunk(p, dst->id) + (size_t)to * c->size,
-	       pool_chunk(p, src->id) + (size_t)slot * c->size, e->len);
-	pool_handle_set(e, dst->id, to, e->len);
-	pool_slot_put(c, src, slot);
-}
-
-/*
- * Compacts class by class from where the last call stopped, until max_moves
- * objects have moved or every class is packed (*ret_done).  Classes are
- * independent, so one round over all of them with nothing left to move
- * means the pool is packed.
- */
-static size_t pool_compact_run(struct pool *p, size_t max_moves, bool *ret_done)
-{
-	size_t moves = 0, freed = 0;
-	unsigned packed = 0; /* classes in a row found with nothing to give back */
-
-	while (packed < POOL_NR_CLASSES) {
-		struct pool_class *c = &p->classes[p->compact_cls];
-		struct pool_slab *src, *dst;
-
-		if (!pool_class_spare_slabs(c)) {
-			p->compact_src = NULL;
-			p->compact_cls = (uint16_t)((p->compact_cls + 1) % POOL_NR_CLASSES);
-			packed++;
-			continue;
-		}
-		if (moves == max_moves)
-			break;
-		packed = 0;
-		/*
-		 * Spare slabs mean the class's free slots fill a slab, and
-		 * the source has fewer than that, so the other slabs have at
-		 * least as many free slots as it has objects: a destination
-		 * exists, and the whole source fits.  Both are partial
-		 * slabs, so on lists.
-		 */
-		src = pool_compact_src(p, c);
-		dst = pool_compact_dst(c, src);
-		if (!dst)
-			pool_bug("no room to drain compaction source", src->id);
-		pool_move(p, c, src, pool_compact_next_slot(p, c, src), dst);
-		moves++;
-		if (!src->nr_used) {
-			/* Straight back to the kernel: that is what compaction is for. */
-			freed += pool_slab_bytes(c);
-			pool_slab_retire(p, src, false);
-		}
-	}
-	*ret_done = packed == POOL_NR_CLASSES;
-	return freed;
-}
-
-size_t pool_compact_some(struct pool *p, size_t max_moves)
-{
-	bool done;
-
-	return pool_compact_run(p, max_moves, &done);
-}
-
-size_t pool_compact(struct pool *p)
-{
-	size_t freed = 0;
-	bool done = false;
-
-	while (!done)
-		freed += pool_compact_run(p, POOL_COMPACT_BATCH, &done);
-	return freed;
-}
-
-uint64_t pool_fragmented_bytes(const struct pool *p)
-{
-	uint64_t bytes = 0;
-
-	for (unsigned i = 0; i < POOL_NR_CLASSES; i++) {
-		const struct pool_class *c = &p->classes[i];
-
-		bytes += pool_class_spare_slabs(c) * pool_slab_bytes(c);
-	}
-	return bytes;
 }
 
 uint64_t pool_total_size(const struct pool *p)
