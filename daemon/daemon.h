@@ -368,6 +368,10 @@ struct daemon {
 	uint64_t watchdog_usec; /* 0 = no watchdog */
 	uint64_t last_housekeeping_usec;
 	uint64_t next_compact_check_usec; /* loop_compact(): nothing to do before then */
+	bool compact_wanted; /* the pool's holes are worth closing (loop_compact()) */
+	uint64_t compact_faults_mark; /* faults served when loop_compact() last looked */
+	uint64_t compact_quiet_usec; /* no fault since then: compaction may run */
+	uint64_t compact_step_usec; /* its last step */
 	uint64_t spin_mark; /* faults served when the loop last polled */
 	struct idlepoll idlepoll;      /* idle CPUs held polling through bursts (idlepoll.h) */
 	int idlepoll_fd;	       /* /dev/cpu_dma_latency, -1: none */

@@ -28,26 +28,64 @@
 #define LOOP_LIMIT_MS 100   /* how often process limits are checked (memory.high-like) */
 #define LOOP_CHECK_USEC 100000 /* how often an upgrade's binary that says nothing is timed */
 #define LOOP_COMPACT_CHECK_USEC 10000 /* how often a pool with nothing to compact is looked at */
+#define LOOP_COMPACT_QUIET_USEC 1000 /* compaction waits for this long without a fault... */
+#define LOOP_COMPACT_STARVE_USEC 100000 /* ...but not longer than this between its steps */
+#define LOOP_COMPACT_MOVES 64
+
+static uint64_t loop_faults_served(const struct daemon *d)
+{
+	return d->st.loads + d->st.zero_fills;
+}
 
 /*
  * Freed entries leave holes in slabs the pool cannot give back: once the
  * holes add up to a tenth of the pool (and 1 MiB), move objects to close
- * them, 64 at a time (about 200 us, measured with tests/unit/check_pool.c's
- * figures) so that no turn of the loop stalls the faults behind it.
+ * them, 64 at a time (about 200 us, most of it the holes punched in emptied
+ * slabs, each a TLB flush on every CPU).
+ *
+ * Faults first: a load is what frees most objects, so the holes grow
+ * fastest while a process faults its pages back, and a step taken then is
+ * 200 us that the next fault waits.  In micro's stream of loads, stepping
+ * at every turn put 55 of 49152 loads over 100 us, against 9 without
+ * compaction, and the p99.5 at 48 us against 22.  So a step waits for a
+ * millisecond without a fault, or, in a stream that never pauses, for
+ * LOOP_COMPACT_STARVE_USEC since the last step: compaction still gets
+ * somewhere, and its stalls stay under one load in a thousand.
  */
 static void loop_compact(struct daemon *d)
 {
-	uint64_t frag, now = now_usec();
+	uint64_t frag, now = now_usec(), served = loop_faults_served(d);
 
+	if (served != d->compact_faults_mark) {
+		d->compact_faults_mark = served;
+		d->compact_quiet_usec = now + LOOP_COMPACT_QUIET_USEC;
+	}
 	/* Summing the classes is a walk of all of them: not at every fault's
-	 * turn while there is nothing to compact. */
-	if (now < d->next_compact_check_usec)
-		return;
-	frag = pool_fragmented_bytes(d->pool);
-	if (frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool))
-		d->st.compacted_bytes += pool_compact_some(d->pool, 64);
-	else
+	 * turn, only after a step or every LOOP_COMPACT_CHECK_USEC. */
+	if (now >= d->next_compact_check_usec) {
+		frag = pool_fragmented_bytes(d->pool);
+		d->compact_wanted = frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool);
 		d->next_compact_check_usec = now + LOOP_COMPACT_CHECK_USEC;
+	}
+	if (!d->compact_wanted ||
+	    (now < d->compact_quiet_usec && now - d->compact_step_usec < LOOP_COMPACT_STARVE_USEC))
+		return;
+	d->st.compacted_bytes += pool_compact_some(d->pool, LOOP_COMPACT_MOVES);
+	d->compact_step_usec = now;
+	d->next_compact_check_usec = 0; /* done yet? */
+}
+
+/* When loop_compact() may take its next step: UINT64_MAX if it has none to take. */
+static uint64_t loop_compact_timeout(const struct daemon *d, uint64_t now)
+{
+	uint64_t at;
+
+	if (!d->compact_wanted)
+		return UINT64_MAX;
+	at = d->compact_quiet_usec;
+	if (d->compact_step_usec + LOOP_COMPACT_STARVE_USEC < at)
+		at = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
+	return at > now ? at - now : 0;
 }
 
 /*
@@ -155,11 +193,6 @@ void loop_reap(struct daemon *d)
 	conn_reap(d);
 }
 
-static uint64_t loop_faults_served(const struct daemon *d)
-{
-	return d->st.loads + d->st.zero_fills;
-}
-
 /*
  * Waits for events, but after a turn that served a fault, polls (timeout
  * 0) for up to fault_spin_usec first: the next fault of a burst then skips
@@ -200,12 +233,16 @@ static uint64_t loop_timeout_work(const struct daemon *d)
 	return loop_any_limit(d) ? LOOP_LIMIT_MS * 1000 : LOOP_TICK_MS * 1000;
 }
 
-/* ... nor than a hold of idle CPUs polling that is due to go (idlepoll.h). */
+/* ... nor than a hold of idle CPUs polling that is due to go (idlepoll.h),
+ * nor than compaction's next step. */
 static uint64_t loop_timeout(const struct daemon *d)
 {
-	uint64_t work = loop_timeout_work(d), hold = idlepoll_timeout(&d->idlepoll, now_usec());
+	uint64_t now = now_usec(), t = loop_timeout_work(d);
+	uint64_t hold = idlepoll_timeout(&d->idlepoll, now), compact = loop_compact_timeout(d, now);
 
-	return hold < work ? hold : work;
+	if (hold < t)
+		t = hold;
+	return compact < t ? compact : t;
 }
 
 /* Runs until the daemon has stopped.  Returns the process exit code. */
