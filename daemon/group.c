@@ -234,7 +234,7 @@ static uint64_t group_heat(const struct target *t)
 /* What the member can give up without touching its hot set. */
 static uint64_t group_cold_pages(const struct target *t)
 {
-	uint64_t keep = target_hot_pages(t) + t->poor.used;
+	uint64_t keep = target_hot_pages(t) + hot_size(&t->poor);
 
 	return t->anon_pages > keep ? t->anon_pages - keep : 0;
 }

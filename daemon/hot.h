@@ -13,7 +13,8 @@
  * while: the hot set stays resident and the cold pages go first.
  *
  * An open-addressed hash table that grows with what it holds, up to a cap,
- * and drops what has expired whenever it would grow.  It must not be lossy
+ * and drops what has expired whenever it would grow; the rebuild is spread
+ * over the notes that follow, so that no load waits for all of it.  It must not be lossy
  * below the cap: a set that forgets 16k incompressible pages of a 512 MiB
  * process makes the daemon compress each of them again on every sweep.  At
  * the cap it forgets (a page then risks one more refault or one more try).
@@ -38,6 +39,13 @@ struct hot {
 	uint32_t cap;  /* a power of two, or 0 before the first note */
 	uint32_t used; /* slots holding a page, expired or not */
 	uint64_t rebuilt_ms;
+	/* A rebuild under way (hot.c): its live pages counted, then moved. */
+	bool counting;
+	uint32_t count_pos, live; /* the next slot to count, live pages so far */
+	struct hot_slot *old; /* the full table being moved into slot[], or NULL */
+	uint32_t old_cap, old_pos; /* its slots, the next to move */
+	uint32_t old_left; /* pages in it not moved yet, expired or not */
+	uint32_t step; /* its slots moved per note */
 };
 
 /* Remembers that pgno was seen at now_ms; what is older than window_ms may go. */
@@ -48,6 +56,8 @@ bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t wi
 bool hot_when(const struct hot *h, uint64_t pgno, uint64_t *when_ms);
 /* How many pages were seen within the window: the hot-set estimate. */
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms);
+/* Pages held, expired or not: what the set costs, not what it knows to be hot. */
+uint64_t hot_size(const struct hot *h);
 void hot_free(struct hot *h);
 
 #endif

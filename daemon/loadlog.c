@@ -4,62 +4,87 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "loadlog.h"
 
-/* Doubles the ring, the oldest entry moving to slot 0. */
-static int loadlog_grow(struct loadlog *l)
+static struct loadlog_block *loadlog_block_get(struct loadlog *l)
 {
-	uint32_t cap = l->cap ? l->cap * 2 : LOADLOG_MIN_ENTRIES;
-	struct loadlog_entry *ring = malloc((size_t)cap * sizeof(*ring));
-	uint32_t first;
+	struct loadlog_block *b = l->spare;
 
-	if (!ring)
-		return -ENOMEM;
-	first = l->cap - l->head < l->n ? l->cap - l->head : l->n;
-	if (l->n) {
-		memcpy(ring, l->ring + l->head, (size_t)first * sizeof(*ring));
-		memcpy(ring + first, l->ring, (size_t)(l->n - first) * sizeof(*ring));
+	if (b) {
+		l->spare = NULL;
+	} else {
+		b = malloc(sizeof(*b));
+		if (!b)
+			return NULL;
+		l->nblocks++;
 	}
-	free(l->ring);
-	l->ring = ring;
-	l->cap = cap;
-	l->head = 0;
-	return 0;
+	b->next = NULL;
+	return b;
+}
+
+static void loadlog_block_put(struct loadlog *l, struct loadlog_block *b)
+{
+	if (!l->spare) {
+		l->spare = b;
+		return;
+	}
+	free(b);
+	l->nblocks--;
 }
 
 int loadlog_push(struct loadlog *l, const struct loadlog_entry *e)
 {
-	if (l->n == l->cap) {
-		if (l->cap < LOADLOG_MAX_ENTRIES && loadlog_grow(l) == 0) {
-			/* room now */
-		} else if (l->cap) {
-			/* At the cap, or no memory to grow: forget the oldest. */
-			l->head = (l->head + 1) & (l->cap - 1);
-			l->n--;
-			l->forgotten++;
-		} else {
-			return -ENOMEM;
-		}
+	struct loadlog_entry oldest;
+	struct loadlog_block *b;
+
+	if (l->n == LOADLOG_MAX_ENTRIES) {
+		(void)loadlog_pop(l, &oldest);
+		l->forgotten++;
 	}
-	l->ring[(l->head + l->n) & (l->cap - 1)] = *e;
+	if (!l->tail || l->tail_n == LOADLOG_BLOCK_ENTRIES) {
+		b = loadlog_block_get(l);
+		if (!b)
+			return -ENOMEM;
+		if (l->tail)
+			l->tail->next = b;
+		else
+			l->head = b;
+		l->tail = b;
+		l->tail_n = 0;
+	}
+	l->tail->e[l->tail_n++] = *e;
 	l->n++;
 	return 0;
 }
 
 bool loadlog_pop(struct loadlog *l, struct loadlog_entry *e)
 {
+	struct loadlog_block *b = l->head;
+
 	if (!l->n)
 		return false;
-	*e = l->ring[l->head];
-	l->head = (l->head + 1) & (l->cap - 1);
+	*e = b->e[l->head_pos++];
 	l->n--;
+	/* Read to its end, or the last entry: the block goes (then head == tail). */
+	if (l->head_pos == LOADLOG_BLOCK_ENTRIES || !l->n) {
+		l->head = b->next;
+		if (!l->head)
+			l->tail = NULL;
+		l->head_pos = 0;
+		loadlog_block_put(l, b);
+	}
 	return true;
 }
 
 void loadlog_free(struct loadlog *l)
 {
-	free(l->ring);
+	struct loadlog_block *b = l->head, *next;
+
+	for (; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(l->spare);
 	*l = (struct loadlog){ 0 };
 }

@@ -212,7 +212,7 @@ uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
  */
 bool reclaim_limit_unreachable(const struct target *t)
 {
-	return t->last_limit && (uint64_t)t->poor.used * ZS_PAGE_SIZE >= t->last_limit;
+	return t->last_limit && hot_size(&t->poor) * ZS_PAGE_SIZE >= t->last_limit;
 }
 
 static void reclaim_tell_unreachable(struct target *t)
@@ -223,7 +223,7 @@ static void reclaim_tell_unreachable(struct target *t)
 	t->limit_unreachable_told = true;
 	log_warning("pid %d: %llu MiB of its pages do not compress, more than its limit of %llu "
 		    "MiB: it cannot get under it (store_incompressible = yes would store them)",
-		    (int)t->pid, (unsigned long long)((uint64_t)t->poor.used * ZS_PAGE_SIZE >> 20),
+		    (int)t->pid, (unsigned long long)(hot_size(&t->poor) * ZS_PAGE_SIZE >> 20),
 		    (unsigned long long)(t->last_limit >> 20));
 }
 

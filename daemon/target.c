@@ -444,7 +444,7 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 		return;
 	hot_note(&t->hot, le.pgno, now_ms, target_hot_keep_ms(t));
 	/* Only a limit takes from the log and so keeps it short: a process
-	 * without one would grow it by every page it got back, to 16 MiB of
+	 * without one would grow it by every page it got back, to 24 MiB of
 	 * the daemon's locked memory.  Out of memory, the page is just not
 	 * in the log: the sweep still sees it. */
 	if (target_limited(t))

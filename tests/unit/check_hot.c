@@ -84,6 +84,72 @@ START_TEST(test_bounded_at_cap)
 }
 END_TEST
 
+static uint64_t recent_of(const struct hot *h, uint64_t n, uint64_t now)
+{
+	uint64_t found = 0;
+
+	for (uint64_t p = 0; p < n; p++)
+		found += hot_recent(h, p * 5, now, 1000);
+	return found;
+}
+
+/*
+ * A rebuild is spread over the notes that follow the one that found the
+ * table full (a load must not wait for all of it): the live pages are
+ * counted, HOT_STEP_SLOTS slots a note, then moved.  Nothing is lost
+ * meanwhile, and lookups find pages in either table.
+ */
+START_TEST(test_rebuild_spread)
+{
+	struct hot h = { 0 };
+	uint64_t p = 0, counted = 0;
+
+	while (!h.counting)
+		hot_note(&h, p++ * 5, 100, 1000);
+	ck_assert_uint_eq(h.cap, HOT_MIN_SLOTS); /* the first table, not rebuilt at once */
+	while (h.counting) {
+		hot_note(&h, p++ * 5, 100, 1000);
+		counted++;
+	}
+	ck_assert_uint_ge(counted, HOT_MIN_SLOTS / 64 - 1);
+	ck_assert_ptr_nonnull(h.old); /* moving */
+	ck_assert_uint_gt(h.cap, HOT_MIN_SLOTS);
+	ck_assert_uint_eq(recent_of(&h, p, 100), p);
+	ck_assert_uint_eq(hot_count(&h, 100, 1000), p);
+	ck_assert_uint_eq(hot_size(&h), p);
+	while (h.old) {
+		hot_note(&h, p++ * 5, 100, 1000);
+		ck_assert_uint_eq(hot_size(&h), p);
+	}
+	ck_assert_uint_eq(recent_of(&h, p, 100), p);
+	ck_assert_uint_eq(hot_count(&h, 100, 1000), p);
+	hot_free(&h);
+}
+END_TEST
+
+/* During a move, a page noted again is the later sighting; the expired stay behind. */
+START_TEST(test_move_keeps_latest)
+{
+	struct hot h = { 0 };
+	uint64_t p = 1, when = 0;
+
+	hot_note(&h, 0, 10, 1000); /* expired by the time the table is rebuilt */
+	hot_note(&h, 3, 1500, 1000);
+	while (!h.old)
+		hot_note(&h, 1000 + p++, 2000, 1000);
+	hot_note(&h, 3, 2100, 1000);
+	ck_assert(hot_when(&h, 3, &when));
+	ck_assert_uint_eq(when, 2100);
+	while (h.old)
+		hot_note(&h, 1000 + p++, 2200, 1000);
+	ck_assert(hot_when(&h, 3, &when));
+	ck_assert_uint_eq(when, 2100);
+	ck_assert(!hot_when(&h, 0, &when)); /* dropped when moved */
+	ck_assert_uint_eq(hot_size(&h), p); /* 3 and the p - 1 others, once each */
+	hot_free(&h);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hot");
@@ -95,6 +161,8 @@ int main(void)
 	tcase_add_test(tc, test_grows_without_loss);
 	tcase_add_test(tc, test_expired_make_room);
 	tcase_add_test(tc, test_bounded_at_cap);
+	tcase_add_test(tc, test_rebuild_spread);
+	tcase_add_test(tc, test_move_keeps_latest);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return check_run(sr);

@@ -41,23 +41,23 @@ START_TEST(test_oldest_first)
 }
 END_TEST
 
-/* Growing keeps the order even when the ring has wrapped around. */
+/* Order holds across blocks, taken from while they fill. */
 START_TEST(test_grows_in_order)
 {
 	struct loadlog l = { 0 };
 	struct loadlog_entry e;
 	uint64_t next_out = 0, next_in = 0;
 
-	/* Wrap the smallest ring first: fill it, take half, fill again. */
-	for (; next_in < LOADLOG_MIN_ENTRIES; next_in++)
+	/* Fill a block, take half of it, fill four more. */
+	for (; next_in < LOADLOG_BLOCK_ENTRIES; next_in++)
 		push(&l, next_in, next_in, 0);
-	for (; next_out < LOADLOG_MIN_ENTRIES / 2; next_out++) {
+	for (; next_out < LOADLOG_BLOCK_ENTRIES / 2; next_out++) {
 		ck_assert(loadlog_pop(&l, &e));
 		ck_assert_uint_eq(e.pgno, next_out);
 	}
-	for (; next_in < 5 * LOADLOG_MIN_ENTRIES; next_in++)
+	for (; next_in < 5 * LOADLOG_BLOCK_ENTRIES; next_in++)
 		push(&l, next_in, next_in, 0);
-	ck_assert_uint_gt(l.cap, LOADLOG_MIN_ENTRIES);
+	ck_assert_uint_eq(l.nblocks, 5);
 	while (loadlog_pop(&l, &e)) {
 		ck_assert_uint_eq(e.pgno, next_out);
 		next_out++;
@@ -77,7 +77,7 @@ START_TEST(test_bounded_at_cap)
 
 	for (uint64_t p = 0; p < n; p++)
 		push(&l, p, p, 0);
-	ck_assert_uint_eq(l.cap, LOADLOG_MAX_ENTRIES);
+	ck_assert_uint_le(l.nblocks, LOADLOG_MAX_ENTRIES / LOADLOG_BLOCK_ENTRIES + 2);
 	ck_assert_uint_eq(l.n, LOADLOG_MAX_ENTRIES);
 	ck_assert_uint_eq(l.forgotten, 1000);
 	ck_assert(loadlog_pop(&l, &e));
@@ -85,6 +85,40 @@ START_TEST(test_bounded_at_cap)
 	loadlog_free(&l);
 	ck_assert_uint_eq(l.n, 0);
 	ck_assert(!loadlog_pop(&l, &e));
+}
+END_TEST
+
+/*
+ * Never a wait for the whole log: a push or a pop touches one block at
+ * most, and a log that keeps hovering at a block's edge reuses the block
+ * it emptied instead of allocating one each time.
+ */
+START_TEST(test_block_at_a_time)
+{
+	struct loadlog l = { 0 };
+	struct loadlog_entry e;
+	uint64_t next_out = 0, next_in = 0;
+
+	for (; next_in < LOADLOG_BLOCK_ENTRIES - 1; next_in++)
+		push(&l, next_in, next_in, 0);
+	for (int round = 0; round < 10000; round++) {
+		push(&l, next_in, next_in, 0);
+		next_in++;
+		ck_assert(loadlog_pop(&l, &e));
+		ck_assert_uint_eq(e.pgno, next_out);
+		next_out++;
+		ck_assert_uint_le(l.nblocks, 3);
+	}
+	ck_assert_uint_eq(l.n, LOADLOG_BLOCK_ENTRIES - 1);
+	/* Emptied, it keeps a spare block at most. */
+	while (loadlog_pop(&l, &e))
+		ck_assert_uint_eq(e.pgno, next_out++);
+	ck_assert_uint_eq(next_out, next_in);
+	ck_assert_uint_le(l.nblocks, 1);
+	ck_assert_ptr_null(l.head);
+	push(&l, 1, 1, 0); /* and starts again from it */
+	ck_assert_uint_eq(l.nblocks, 1);
+	loadlog_free(&l);
 }
 END_TEST
 
@@ -97,6 +131,7 @@ int main(void)
 	tcase_add_test(tc, test_oldest_first);
 	tcase_add_test(tc, test_grows_in_order);
 	tcase_add_test(tc, test_bounded_at_cap);
+	tcase_add_test(tc, test_block_at_a_time);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return check_run(sr);
