@@ -25,7 +25,6 @@
 
 #include "hot.h"
 
-#define HOT_STEP_SLOTS 64u
 
 /*
  * A table straight from mmap, not calloc: zero pages the kernel maps as
@@ -87,12 +86,13 @@ static const struct hot_slot *hot_lookup(const struct hot *h, uint64_t pgno)
 	return s && s->pgno == pgno + 1 ? s : NULL;
 }
 
-/* Puts a page into the table as s says it was seen; the later sighting wins. */
+/* Puts a page into the table as s says it was seen; the later sighting wins.
+ * At the cap, a full table forgets it, as it would a note. */
 static void hot_put(struct hot *h, const struct hot_slot *from)
 {
 	struct hot_slot *s = hot_find_in(h->slot, h->cap, from->pgno - 1);
 
-	if (!s)
+	if (!s || (!s->pgno && hot_full(h) && h->cap == HOT_MAX_SLOTS))
 		return;
 	if (!s->pgno) {
 		*s = *from;
@@ -124,7 +124,7 @@ static void hot_move(struct hot *h, uint32_t end, uint64_t now_ms, uint64_t wind
 /* The count is done: a new table with room for as many again, the full one to be moved into it. */
 static void hot_start_move(struct hot *h)
 {
-	uint32_t cap = HOT_MIN_SLOTS;
+	uint32_t cap = HOT_MIN_SLOTS, room;
 	struct hot_slot *slot;
 
 	h->counting = false;
@@ -137,11 +137,20 @@ static void hot_start_move(struct hot *h)
 	h->old_cap = h->cap;
 	h->old_left = h->used;
 	h->old_pos = 0;
-	/* Over before the new table is half full: a quarter of it holds the
-	 * live pages, and each step adds at most one note. */
-	h->step = h->old_cap / (cap / 4);
+	/*
+	 * Over before half the room left is taken, each step adding one note
+	 * at most.  Below the cap a quarter of the new table holds the live
+	 * pages, so a step is 4 * old_cap / cap slots at most (a big table
+	 * moved into a small one is mostly expired slots, read in order).  At
+	 * the cap the live pages may fill it: the step is bounded, and the
+	 * table forgets, as it does at the cap anyway.
+	 */
+	room = cap / 4 * 3 > h->live ? cap / 4 * 3 - h->live : 1;
+	h->step = (uint32_t)((2ull * h->old_cap + room - 1) / room);
 	if (h->step < HOT_STEP_SLOTS)
 		h->step = HOT_STEP_SLOTS;
+	if (cap == HOT_MAX_SLOTS && h->step > HOT_CAP_STEP_SLOTS)
+		h->step = HOT_CAP_STEP_SLOTS;
 	h->slot = slot;
 	h->cap = cap;
 	h->used = 0;
@@ -175,13 +184,13 @@ void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 		h->cap = HOT_MIN_SLOTS;
 	}
 	hot_rebuild_step(h, now_ms, window_ms);
-	/* Sized for the move, the new table cannot fill before it ends; should
-	 * the window change meanwhile, the move ends now. */
-	if (hot_full(h) && h->old)
+	/* Below the cap the new table is sized not to fill before the move
+	 * ends; should the window grow meanwhile, the move ends now. */
+	if (hot_full(h) && h->old && h->cap < HOT_MAX_SLOTS)
 		hot_move(h, h->old_cap, now_ms, window_ms);
 	/* Three quarters full: drop the expired, grow if that is not enough.
 	 * At the cap, not on every note: only once pages had time to expire. */
-	if (hot_full(h) && !h->counting &&
+	if (hot_full(h) && !h->counting && !h->old &&
 	    (h->cap < HOT_MAX_SLOTS || now_ms - h->rebuilt_ms >= window_ms / 4)) {
 		h->counting = true;
 		h->count_pos = 0;

@@ -28,6 +28,10 @@
 
 #define HOT_MIN_SLOTS 1024u
 #define HOT_MAX_SLOTS (1u << 20) /* 16 MiB: 750k pages, 3 GiB of hot set */
+/* A rebuild's share of a note (hot.c): slots counted, slots moved at least,
+ * and at most at the cap (about 50 us, however many are live). */
+#define HOT_STEP_SLOTS 64u
+#define HOT_CAP_STEP_SLOTS 512u
 
 struct hot_slot {
 	uint64_t pgno; /* + 1, so that 0 is empty */

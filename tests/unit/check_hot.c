@@ -150,6 +150,31 @@ START_TEST(test_move_keeps_latest)
 }
 END_TEST
 
+/*
+ * At the cap, with every page live, a rebuild still moves a bounded share
+ * of the table per note: the table forgets instead of a note moving it all.
+ */
+START_TEST(test_cap_rebuild_bounded)
+{
+	struct hot h = { 0 };
+	uint64_t n = (uint64_t)HOT_MAX_SLOTS * 2, moves_at_cap = 0;
+
+	/* A thousand notes a millisecond: the last million are live. */
+	for (uint64_t p = 0; p < n; p++) {
+		hot_note(&h, p * 7, p / 1000, 1000);
+		if (h.old && h.cap == HOT_MAX_SLOTS) {
+			ck_assert_uint_le(h.step, HOT_CAP_STEP_SLOTS);
+			moves_at_cap++;
+		}
+	}
+	ck_assert_uint_gt(moves_at_cap, 0);
+	ck_assert_uint_le(h.cap, HOT_MAX_SLOTS);
+	ck_assert(hot_recent(&h, (n - 1) * 7, (n - 1) / 1000, 1000));
+	ck_assert_uint_le(hot_size(&h), (uint64_t)HOT_MAX_SLOTS * 2);
+	hot_free(&h);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hot");
@@ -163,6 +188,7 @@ int main(void)
 	tcase_add_test(tc, test_bounded_at_cap);
 	tcase_add_test(tc, test_rebuild_spread);
 	tcase_add_test(tc, test_move_keeps_latest);
+	tcase_add_test(tc, test_cap_rebuild_bounded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return check_run(sr);
