@@ -1027,7 +1027,7 @@ workers_snapshot() {  # TAG
 }
 
 run_workers_case() {  # NAME MODE N
-	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pct=0 limit q= deadline live
+	local name=$1 mode=$2 n=$3 i p rc t0 t1 peak=0 kb pct=0 limit= q= deadline live
 	local ok=0 oomed=0 bad=0 other=0 status oom_kill=0 group=0 budget= sum=0 nsamples=0
 	if [ "$mode" = zswapd-group ]; then
 		mode=zswapd group=1
