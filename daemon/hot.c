@@ -25,7 +25,6 @@
 
 #include "hot.h"
 
-
 /*
  * A table straight from mmap, not calloc: zero pages the kernel maps as
  * the slots are first written, spread over the notes.  calloc may take it

@@ -14,9 +14,10 @@
  *
  * An open-addressed hash table that grows with what it holds, up to a cap,
  * and drops what has expired whenever it would grow; the rebuild is spread
- * over the notes that follow, so that no load waits for all of it.  It must not be lossy
- * below the cap: a set that forgets 16k incompressible pages of a 512 MiB
- * process makes the daemon compress each of them again on every sweep.  At
+ * over the notes that follow, so that no load waits for all of it.  It must
+ * not be lossy below the cap: a set that forgets 16k incompressible pages of
+ * a 512 MiB process makes the daemon compress each of them again on every
+ * sweep.  At
  * the cap it forgets (a page then risks one more refault or one more try).
  * Pure: time comes in as an argument.
  */

@@ -53,6 +53,14 @@ static uint64_t loop_faults_served(const struct daemon *d)
  * LOOP_COMPACT_STARVE_USEC since the last step: compaction still gets
  * somewhere, and its stalls stay under one load in a thousand.
  */
+/* When a step may come: after a millisecond without a fault, or the starve bound. */
+static uint64_t loop_compact_due(const struct daemon *d)
+{
+	uint64_t starved = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
+
+	return d->compact_quiet_usec < starved ? d->compact_quiet_usec : starved;
+}
+
 static void loop_compact(struct daemon *d)
 {
 	uint64_t frag, now = now_usec(), served = loop_faults_served(d);
@@ -68,24 +76,20 @@ static void loop_compact(struct daemon *d)
 		d->compact_wanted = frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool);
 		d->next_compact_check_usec = now + LOOP_COMPACT_CHECK_USEC;
 	}
-	if (!d->compact_wanted ||
-	    (now < d->compact_quiet_usec && now - d->compact_step_usec < LOOP_COMPACT_STARVE_USEC))
+	if (!d->compact_wanted || now < loop_compact_due(d))
 		return;
 	d->st.compacted_bytes += pool_compact_some(d->pool, LOOP_COMPACT_MOVES);
 	d->compact_step_usec = now;
 	d->next_compact_check_usec = 0; /* done yet? */
 }
 
-/* When loop_compact() may take its next step: UINT64_MAX if it has none to take. */
+/* How long until loop_compact() may take its next step: UINT64_MAX if it has none to take. */
 static uint64_t loop_compact_timeout(const struct daemon *d, uint64_t now)
 {
-	uint64_t at;
+	uint64_t at = loop_compact_due(d);
 
 	if (!d->compact_wanted)
 		return UINT64_MAX;
-	at = d->compact_quiet_usec;
-	if (d->compact_step_usec + LOOP_COMPACT_STARVE_USEC < at)
-		at = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
 	return at > now ? at - now : 0;
 }
 
