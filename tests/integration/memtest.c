@@ -957,6 +957,7 @@ static void block_usr1(void)
 	sigprocmask(SIG_BLOCK, &usr1, NULL);
 }
 
+/* Takes one SIGUSR1: a scenario that waits twice waits for a second one. */
 static void wait_usr1(void)
 {
 	sigset_t none;
@@ -964,6 +965,7 @@ static void wait_usr1(void)
 	sigemptyset(&none);
 	while (!got_usr1)
 		sigsuspend(&none);
+	got_usr1 = 0;
 }
 
 /* Says what is left resident, then waits for the test's SIGUSR1 to go on. */
