@@ -26,7 +26,9 @@
 #          the same program in the same run: the process in a memory
 #          cgroup whose limit is forced down to push its memory out, then
 #          lifted, vm.page-cluster = 0, a first touch of each page in
-#          random order.  -> micro.{json,md}
+#          random order; and the same loads served by a bare userfaultfd
+#          server that only copies a ready page in (tests/bench/roundtrip.c),
+#          the floor under any daemon of this kind.  -> micro.{json,md}
 #
 # unmap:   what taking a page out of a process costs through each kernel
 #          interface (tests/bench/unmap.c: UFFDIO_MOVE, UFFDIO_WRITEPROTECT,
@@ -204,6 +206,7 @@ flock -n 9 || { echo "bench: another benchmark run is going on ($LOCK is locked)
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/include" -o "$B/micro" "$ROOT/tests/bench/micro.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/workload" "$ROOT/tests/bench/workload.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/unmap" "$ROOT/tests/bench/unmap.c" -lpthread
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$B/roundtrip" "$ROOT/tests/bench/roundtrip.c"
 
 TMP=$(mktemp -d /tmp/zswapd-bench.XXXXXX)
 export ZSWAP_SOCKET=$TMP/zswapd.sock
@@ -429,6 +432,16 @@ print(f"| {c} | {r['store_us_per_page']:.2f} | {r['load_us_mean']:.2f} | {r['loa
 EOF
 }
 
+roundtrip_row() {  # RESULT of roundtrip
+	python3 - "$1" >>"$OUT/micro.md" <<'EOF'
+import json, sys
+r = json.loads(sys.argv[1])
+print("| userfaultfd round trip alone (no zswapd: a ready page copied in) | — | %.2f | %.2f | %.2f | %.2f | — | %.2f | — | %.2f |"
+      % (r["load_us_mean"], r["load_us_p50"], r["load_us_p90"], r["load_us_p99"],
+         r["server_us_per_load"], r["copy_us_per_load"]))
+EOF
+}
+
 # run_micro_kernel MIB ROUNDS: micro's loads served by kernel zswap (lzo,
 # vm.page-cluster 0: one page a fault, as zswapd serves them), in this run;
 # the memory pushed out before each round by the cgroup's limit forced down,
@@ -527,6 +540,12 @@ run_micro() {
 	printf ',{"compressor":"lzo, fault_idle_poll_ms = 0","host":"%s","date":"%s","result":%s}' \
 		"$host" "$stamp" "$res" >>"$json"
 	micro_row "zswapd lzo, idle CPUs left to sleep (fault_idle_poll_ms = 0)" "$res"
+	# No zswapd: another process copies each page in, nothing else.
+	res=$("$B/roundtrip" $MIB $ROUNDS)
+	echo "userfaultfd round trip alone: $res"
+	printf ',{"compressor":"none, userfaultfd round trip alone","host":"%s","date":"%s","result":%s}' \
+		"$host" "$stamp" "$res" >>"$json"
+	roundtrip_row "$res"
 	if kernel_cases_possible; then
 		run_micro_kernel "$MIB" "$ROUNDS"
 	else
@@ -534,6 +553,7 @@ run_micro() {
 	fi
 	echo "]" >>"$json"
 	printf '\nin zswapd µs/load: from its read of the fault to the wake (fault_stall_usec over loads), of which decompress (load_decompress_nsec) and map (UFFDIO_COPY, load_map_nsec); the rest of a load (mean less this) is the kernel'"'"'s: the fault delivered, the daemon woken, the thread woken and back.\n' >>"$OUT/micro.md"
+	printf '\nRound-trip row: tests/bench/roundtrip.c, the same loads served by a forked process that reads each fault and answers it with UFFDIO_COPY of its own copy of the page, polling as zswapd does in a burst and idle CPUs held polling; its in zswapd column is that server'"'"'s time from its read to the copy'"'"'s return, its map column the UFFDIO_COPY. What a zswapd load costs over it is what zswapd adds; what it costs over kernel zswap'"'"'s is the round trip itself.\n' >>"$OUT/micro.md"
 	printf '\nKernel zswap row: the same program and loads, in this run, with the process in a cgroup v1 memory cgroup, its memory pushed out before each round by the limit forced down to 16 MiB and lifted, vm.page-cluster = 0 (one page a fault, as zswapd serves them) and kernel zswap lzo; no store figure (the kernel stores under the limit, untimed); pool bytes/page from debugfs zswap after the first push.\n' >>"$OUT/micro.md"
 	printf '\n%s, %s MiB x %s rounds, `make bench%s`\n' "$host" "$MIB" "$ROUNDS" \
 		"$([ $QUICK -eq 1 ] && echo -quick)" >>"$OUT/micro.md"
