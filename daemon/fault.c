@@ -21,7 +21,6 @@
  * simply lifted.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "compat.h"
@@ -32,40 +31,6 @@
 #include "journal.h"
 
 #define FAULT_READ_BATCH 32
-#define FAULT_LINGER_USEC 5	 /* after a fault served, how long to wait for the next */
-#define FAULT_LINGER_TURN_USEC 200 /* lingering ends at this long in one call */
-
-/* One call's wait for the next fault (fault_linger). */
-struct fault_linger {
-	uint64_t turn_start; /* usec: its first wait */
-	uint64_t until;	     /* usec: the end of this wait; 0 after a read found something */
-	bool served;	     /* a fault was served in this call */
-};
-
-/*
- * Whether to read the uffd again once it came up empty.  A thread we just
- * woke faults again within a few microseconds if it is walking memory: read
- * on this uffd at once rather than going back through the loop's other work
- * and epoll, which the bare round trip (tests/bench/roundtrip.c) does not
- * pay.  Never for long: other targets' faults and the loop's timers wait
- * meanwhile.  fault_spin_usec = 0 says no polling at all.
- */
-static bool fault_linger(const struct daemon *d, struct fault_linger *l)
-{
-	uint64_t now;
-
-	if (!l->served || !d->cfg.fault_spin_usec)
-		return false;
-	now = now_usec();
-	if (!l->turn_start)
-		l->turn_start = now;
-	if (!l->until)
-		l->until = now + FAULT_LINGER_USEC;
-	if (now >= l->until || now - l->turn_start >= FAULT_LINGER_TURN_USEC)
-		return false;
-	sched_yield(); /* the thread may have been woken on our CPU */
-	return true;
-}
 
 /* Asks our agent to leave a gap between its drops (ZS_STAGING_HOLD). */
 static void fault_hold_agent(struct target *t, bool hold)
@@ -246,9 +211,9 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
 	struct target *t = watch_owner(w, struct target, uffd_w);
 	struct uffd_msg msgs[FAULT_READ_BATCH];
-	struct fault_linger linger = { 0 };
 	ssize_t n;
 
+	(void)d;
 	if (t->dead)
 		return;
 	if (events & (EPOLLERR | EPOLLHUP)) {
@@ -257,8 +222,6 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 	}
 	for (;;) {
 		n = uffd_read_msgs(t->uffd_w.fd, msgs, FAULT_READ_BATCH);
-		if (n == 0 && fault_linger(d, &linger))
-			continue;
 		if (n == 0)
 			return;
 		if (n < 0) {
@@ -286,11 +249,8 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				fault_event(t, &msgs[i]);
 		for (ssize_t i = 0; i < n && !t->dead; i++)
-			if (msgs[i].event == UFFD_EVENT_PAGEFAULT) {
+			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
 				fault_event(t, &msgs[i]);
-				linger.served = true;
-			}
-		linger.until = 0;
 		if (t->dead)
 			return;
 	}
