@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,9 +73,13 @@ static void serve(int uffd, const struct uffd_msg *msg, struct shared *sh, uint6
 	sh->copy_ns += t2 - t1;
 }
 
-static void server(int uffd, struct shared *sh)
+static void server(int uffd, struct shared *sh, pid_t app)
 {
 	struct uffd_msg msgs[32];
+
+	/* A spinner must not outlive the app it serves (a benchmark killed). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != app)
+		_exit(1);
 
 	while (!sh->stop) {
 		ssize_t n = read(uffd, msgs, sizeof(msgs));
@@ -116,7 +121,7 @@ int main(int argc, char **argv)
 	struct shared *sh;
 	uint8_t *m, want[PAGE];
 	double *lat;
-	pid_t pid;
+	pid_t pid, app = getpid();
 	int uffd;
 
 	m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -139,7 +144,7 @@ int main(int argc, char **argv)
 	if (pid < 0)
 		return 2;
 	if (pid == 0)
-		server(uffd, sh);
+		server(uffd, sh, app);
 	reg.range.start = (uint64_t)(uintptr_t)m;
 	reg.range.len = npages * PAGE;
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
