@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -269,37 +270,55 @@ static bool orphan_reattach(void)
 	return false;
 }
 
-static void *shim_watch_main(void *arg)
+/*
+ * zswapd has exited.  After a stop it said ZS_BYE first, and the agent,
+ * reading it, has let the uffd go: true, nothing to do.  Otherwise false
+ * once a forked child's registration under way is settled: a ZS_READY sent
+ * before zswapd died may still give it its uffd (and its staging), or the
+ * registration fails, which it does at once on a closed connection.
+ */
+static bool orphan_said_bye(void)
 {
-	struct pollfd pfd = { .fd = shim.watch_fd, .events = POLLIN };
 	struct timespec ts = { 0, 10000000 };
-	uint64_t start;
+	uint64_t start = shim_now_usec();
 
-	(void)arg;
-	syscall(SYS_prctl, PR_SET_NAME, "zswap-watch", 0UL, 0UL, 0UL);
-	for (;;) {
-		while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
-			if (errno != EINTR && errno != EAGAIN)
-				return NULL;
-		if (!orphan_reattach())
-			break;
-		pfd.fd = shim.watch_fd;
-	}
-	/* zswapd has exited.  After a stop it said ZS_BYE first, and the
-	 * agent, reading it, has let the uffd go: nothing to do.  If it died
-	 * before we were registered, there is no uffd to serve either. */
-	start = shim_now_usec();
 	while (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_RUNNING &&
 	       shim_now_usec() - start < ORPHAN_AGENT_GRACE_USEC)
 		syscall(SYS_nanosleep, &ts, NULL);
 	if (__atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_BYE)
-		return NULL; /* every page is back: libc's thread exit is safe */
-	/* A forked child's registration may still get our uffd, in a ZS_READY
-	 * zswapd sent before it died: wait for it, or for the registration to
-	 * fail, which it does at once on a closed connection. */
+		return true;
 	while (__atomic_load_n(&shim.uffd, __ATOMIC_ACQUIRE) < 0 &&
 	       __atomic_load_n(&shim.registering, __ATOMIC_ACQUIRE))
 		syscall(SYS_nanosleep, &ts, NULL);
+	return false;
+}
+
+static void *shim_watch_main(void *arg)
+{
+	struct pollfd pfd = { .fd = shim.watch_fd, .events = POLLIN };
+
+	(void)arg;
+	syscall(SYS_prctl, PR_SET_NAME, "zswap-watch", 0UL, 0UL, 0UL);
+	for (;;) {
+		bool staged;
+
+		while (syscall(SYS_poll, &pfd, 1UL, -1L) < 0)
+			if (errno != EINTR && errno != EAGAIN)
+				return NULL;
+		staged = __atomic_load_n(&shim.staging, __ATOMIC_ACQUIRE) != NULL;
+		if (orphan_reattach()) {
+			pfd.fd = shim.watch_fd;
+			continue;
+		}
+		if (orphan_said_bye())
+			return NULL; /* every page is back: libc's thread exit is safe */
+		/* A forked child whose READY came only now had no staging to
+		 * wait on above: with a store, its connection is kept and a
+		 * new zswapd serves it, as it does its parent. */
+		if (staged || !orphan_reattach())
+			break;
+		pfd.fd = shim.watch_fd;
+	}
 	shim_orphan_serve(); /* the agent saw the connection close, or is stuck */
 	shim_park();
 }
