@@ -17,8 +17,8 @@
  * over the notes that follow, so that no load waits for all of it.  It must
  * not be lossy below the cap: a set that forgets 16k incompressible pages of
  * a 512 MiB process makes the daemon compress each of them again on every
- * sweep.  At
- * the cap it forgets (a page then risks one more refault or one more try).
+ * sweep.  At the cap it forgets (a page then risks one more refault or one
+ * more try).
  * Pure: time comes in as an argument.
  */
 #ifndef ZSWAPD_HOT_H

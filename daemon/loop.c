@@ -38,6 +38,14 @@ static uint64_t loop_faults_served(const struct daemon *d)
 	return d->st.loads + d->st.zero_fills;
 }
 
+/* When a step may come: after a millisecond without a fault, or the starve bound. */
+static uint64_t loop_compact_due(const struct daemon *d)
+{
+	uint64_t starved = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
+
+	return d->compact_quiet_usec < starved ? d->compact_quiet_usec : starved;
+}
+
 /*
  * Freed entries leave holes in slabs the pool cannot give back: once the
  * holes add up to a tenth of the pool (and 1 MiB), move objects to close
@@ -53,14 +61,6 @@ static uint64_t loop_faults_served(const struct daemon *d)
  * LOOP_COMPACT_STARVE_USEC since the last step: compaction still gets
  * somewhere, and its stalls stay under one load in a thousand.
  */
-/* When a step may come: after a millisecond without a fault, or the starve bound. */
-static uint64_t loop_compact_due(const struct daemon *d)
-{
-	uint64_t starved = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
-
-	return d->compact_quiet_usec < starved ? d->compact_quiet_usec : starved;
-}
-
 static void loop_compact(struct daemon *d)
 {
 	uint64_t frag, now = now_usec(), served = loop_faults_served(d);
