@@ -59,25 +59,46 @@ struct orphan {
 	unsigned n;
 };
 
+/* Appends text (NUL-terminated) at buf + n; returns the new length. */
+static size_t orphan_put(char *buf, size_t n, const char *text)
+{
+	while (*text)
+		buf[n++] = *text++;
+	return n;
+}
+
+/* Appends v in the given base (10 or 16) at buf + n; returns the new length. */
+static size_t orphan_put_num(char *buf, size_t n, uint64_t v, unsigned base)
+{
+	char digits[20];
+	size_t k = 0;
+
+	do
+		digits[k++] = "0123456789abcdef"[v % base];
+	while ((v /= base) && k < sizeof(digits));
+	while (k)
+		buf[n++] = digits[--k];
+	return n;
+}
+
 /*
- * Writes len bytes of text, then " (address 0x...)" and a newline.  No
- * stdio, and not even strlen() or memset(): under a sanitizer those are
- * its interceptors, which read its shadow memory, evictable as any other.
+ * Writes len bytes of text, then " (pid N, address 0x...)" and a newline:
+ * the pid, so that an operator (and a test) can find what zswapd logged
+ * of this process.  No stdio, and not even strlen() or memset(): under a
+ * sanitizer those are its interceptors, which read its shadow memory,
+ * evictable as any other.
  */
 static void orphan_say(const char *text, size_t len, uint64_t addr)
 {
-	static const char head[] = " (address 0x";
-	char tail[sizeof(head) + 20];
+	char tail[64];
 	size_t n;
 
 	syscall(SYS_write, STDERR_FILENO, text, len);
-	for (n = 0; n < sizeof(head) - 1; n++)
-		tail[n] = head[n];
-	for (int shift = 60; shift >= 0; shift -= 4)
-		if (addr >> shift || shift == 0)
-			tail[n++] = "0123456789abcdef"[(addr >> shift) & 15];
-	tail[n++] = ')';
-	tail[n++] = '\n';
+	n = orphan_put(tail, 0, " (pid ");
+	n = orphan_put_num(tail, n, (uint64_t)syscall(SYS_getpid), 10);
+	n = orphan_put(tail, n, ", address 0x");
+	n = orphan_put_num(tail, n, addr, 16);
+	n = orphan_put(tail, n, ")\n");
 	syscall(SYS_write, STDERR_FILENO, tail, n);
 }
 
@@ -244,18 +265,18 @@ void shim_orphan_serve(void)
  */
 static bool orphan_reattach(void)
 {
+	uint8_t *staging = __atomic_load_n(&shim.staging, __ATOMIC_ACQUIRE);
 	const size_t pages = shim.staging_len / SHIM_PAGE;
 	struct timespec ts = { 0, 10000000 };
 	uint64_t start = shim_now_usec(), wait;
 
-	if (!shim.staging)
+	if (!staging)
 		return false;
-	wait = __atomic_load_n(ZS_STAGING_REATTACH_SEC(shim.staging, pages), __ATOMIC_ACQUIRE) *
+	wait = __atomic_load_n(ZS_STAGING_REATTACH_SEC(staging, pages), __ATOMIC_ACQUIRE) *
 	       1000000ull;
 	while (wait && shim_now_usec() - start < wait &&
 	       __atomic_load_n(&shim.agent_state, __ATOMIC_ACQUIRE) == SHIM_AGENT_RUNNING) {
-		uint32_t pid = __atomic_load_n(ZS_STAGING_DAEMON(shim.staging, pages),
-					       __ATOMIC_ACQUIRE);
+		uint32_t pid = __atomic_load_n(ZS_STAGING_DAEMON(staging, pages), __ATOMIC_ACQUIRE);
 		int fd;
 
 		if (pid && (int)pid != shim.watch_pid &&
@@ -274,8 +295,9 @@ static bool orphan_reattach(void)
  * zswapd has exited.  After a stop it said ZS_BYE first, and the agent,
  * reading it, has let the uffd go: true, nothing to do.  Otherwise false
  * once a forked child's registration under way is settled: a ZS_READY sent
- * before zswapd died may still give it its uffd (and its staging), or the
- * registration fails, which it does at once on a closed connection.
+ * before zswapd died (or re-sent by the next one) may still give it its
+ * staging, then its uffd (shim_register_child()), or the registration
+ * fails, which it does at once on a closed connection.
  */
 static bool orphan_said_bye(void)
 {

@@ -128,7 +128,7 @@ static int shim_map_staging(int memfd)
 	p = mmap(NULL, shim.staging_len + SHIM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	shim.staging = p;
+	__atomic_store_n(&shim.staging, p, __ATOMIC_RELEASE); /* the watcher reads it */
 	return 0;
 }
 
@@ -246,7 +246,19 @@ static int shim_register_child(void)
 	r = shim_expect(ZS_READY, fds, 2);
 	if (r < 0)
 		return r;
+	r = shim_map_staging(fds[0]);
+	close(fds[0]);
+	/*
+	 * The staging first, then the uffd: a watcher that saw zswapd die
+	 * while we registered waits for the uffd (orphan_said_bye()), then
+	 * looks in the staging for the zswapd that took over.  The other way
+	 * round it found a uffd and no staging, took the uffd for orphaned,
+	 * and the child aborted at its first inherited evicted page although
+	 * a new zswapd served it.
+	 */
 	__atomic_store_n(&shim.uffd, fds[1], __ATOMIC_RELEASE);
+	if (r < 0)
+		return r;
 	/*
 	 * Then empty the beacon again, so that our own children can name
 	 * themselves the same way.  Only now that we hold our uffd: the
@@ -256,9 +268,7 @@ static int shim_register_child(void)
 	 * there for good, its uffd in a ZS_READY it never got to read.)
 	 */
 	madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
-	r = shim_map_staging(fds[0]);
-	close(fds[0]);
-	return r;
+	return 0;
 }
 
 /*

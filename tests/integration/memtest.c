@@ -1396,15 +1396,19 @@ static void orphan_child(size_t npages)
 	_exit(failures ? 1 : 0);
 }
 
-/* Counts a child that ended: exited 0, ended loudly by a signal, or read a wrong page. */
-static void orphan_reap(int status, unsigned *ok, unsigned *loud, unsigned *bad)
+/* Counts a child that ended: exited 0, ended loudly by a signal (named,
+ * for the test to look up in zswapd's log), or read a wrong page. */
+static void orphan_reap(pid_t pid, int status, unsigned *ok, unsigned *loud, unsigned *bad)
 {
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		(*ok)++;
-	else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGBUS || WTERMSIG(status) == SIGABRT))
+	} else if (WIFSIGNALED(status) &&
+		   (WTERMSIG(status) == SIGBUS || WTERMSIG(status) == SIGABRT)) {
 		(*loud)++;
-	else
+		printf("loud child %d\n", (int)pid);
+	} else {
 		(*bad)++;
+	}
 }
 
 /* What a run of orphan or chaos counted of its children. */
@@ -1443,14 +1447,14 @@ static void orphan_run(size_t mib, void *(*reclaimer)(void *), unsigned fork_ms,
 		n->forks += c > 0;
 		usleep(fork_ms * 1000);
 		while ((c = waitpid(-1, &status, WNOHANG)) > 0)
-			orphan_reap(status, &n->ok, &n->loud, &n->wrong);
+			orphan_reap(c, status, &n->ok, &n->loud, &n->wrong);
 	}
 	atomic_store(&tw_stop, true);
 	atomic_store(&orphan_stop, true);
 	for (unsigned t = 0; t <= NWRITERS; t++)
 		pthread_join(th[t], NULL);
-	while (waitpid(-1, &status, 0) > 0)
-		orphan_reap(status, &n->ok, &n->loud, &n->wrong);
+	while ((c = waitpid(-1, &status, 0)) > 0)
+		orphan_reap(c, status, &n->ok, &n->loud, &n->wrong);
 	for (size_t p = 0; p < npages; p++) {
 		if (!tw_page_ok(p, 21)) {
 			if (n->bad < 5)

@@ -42,7 +42,8 @@ cleanup() {
 	[ "$me" = "$$" ] || return 0
 	[ -s "$TMP/dpid" ] && kill -KILL "$(cat "$TMP/dpid")" 2>/dev/null
 	mountpoint -q "$TMP/tiny" 2>/dev/null && umount "$TMP/tiny"
-	rm -rf "$TMP"
+	# KEEP_TMP=1: the logs stay, for a look after a failure.
+	if [ -n "${KEEP_TMP:-}" ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 
@@ -2368,13 +2369,31 @@ t_crash_exited() {
 	start_daemon
 }
 
+t_fork_kept_died_late() {
+	# As fork_daemon_died_late, but zswapd survives its death (a keeper): killed
+	# once the child holds its uffd and before it has emptied its beacon page.  Its
+	# connection is in the store, a new zswapd takes it over, and the child's
+	# watcher, which saw the old one die, must wait for the new one, not take the
+	# uffd for orphaned and end the child at its first inherited evicted page.
+	restart_kept
+	fork_held_start beacon
+	kill_kept
+	sleep 1.5 # past the watcher's grace for the agent (orphan.c)
+	fork_held_finish
+	stop_daemon
+	start_daemon
+	grep -q "^child: exit 0$" "$TMP/held.out"
+	refute grep -q "aborting rather than letting it read zeros" "$TMP/held.err"
+	[ $HELD_RC -eq 0 ]
+}
+
 t_crash_chaos() {
 	# zswapd SIGKILLed at random moments, again and again, while a process writes with
 	# four threads, reclaims itself in a loop and forks a child every 200 ms that reads
 	# its pages: nothing may end, hang or read a wrong page.  The long run:
 	# tests/bench/run.sh chaos.
 	restart_kept "max_pool_bytes = 16M" "swap_file = $TMP/swap" "swap_file_size = 128M"
-	local pid rc fds0 fds1 loud kills=${CHAOS_KILLS:-20}
+	local pid rc fds0 fds1 loud c kills=${CHAOS_KILLS:-20}
 	: >"$TMP/stalls"
 	# Under AddressSanitizer a forked child of this threaded process now and
 	# then fails a check of ASan's own as its shim starts a thread
@@ -2402,8 +2421,12 @@ t_crash_chaos() {
 	grep -v "connect to zswapd" "$TMP/chaos.err" | tail -n 5
 	loud=$(sed -n 's/.* \([0-9]*\) ended loudly.*/\1/p' "$TMP/chaos.out")
 	# A child that ended loudly lost its connection across a kill: what
-	# the daemons warned of says where (a descriptor not stored, say).
-	if [ "${loud:-0}" -ne 0 ]; then grep '^<[0-4]>' "$TMP/daemon.log" | tail -n 20 || true; fi
+	# the daemons said of it, and warned of, says where.
+	if [ "${loud:-0}" -ne 0 ]; then
+		for c in $(sed -n 's/^loud child //p' "$TMP/chaos.out"); do
+			grep -E "pid $c\b|^<[0-4]>keeper" "$TMP/daemon.log" || true
+		done
+	fi
 	[ $rc -eq 0 ]
 	[ "${loud:-0}" -le "$(grep -c 'AddressSanitizer: CHECK failed' "$TMP/chaos.err" || true)" ]
 	# What the keeper holds: the daemon's own, and each live process's four.
@@ -2598,6 +2621,7 @@ run crash t_crash
 run restart t_restart
 run crash_exited t_crash_exited
 run crash_events t_crash_events
+run fork_kept_died_late t_fork_kept_died_late
 run crash_chaos t_crash_chaos
 run reattach_timeout t_reattach_timeout
 run crash_redis t_crash_redis
