@@ -526,7 +526,7 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 void target_note_poor(struct target *t, uint64_t addr);
 /* How long a poorly compressing page is passed over: longer by proactive sweeps. */
 uint64_t target_poor_window_ms(const struct target *t, bool idle_only);
-uint64_t target_hot_pages(const struct target *t);
+uint64_t target_hot_pages(struct target *t);
 uint64_t target_hot_window_ms(const struct target *t);
 /* How long a page that came back is remembered: the hot window, or as long as proactive eviction may protect it. */
 uint64_t target_hot_keep_ms(const struct target *t);

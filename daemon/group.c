@@ -232,7 +232,7 @@ static uint64_t group_heat(const struct target *t)
 }
 
 /* What the member can give up without touching its hot set. */
-static uint64_t group_cold_pages(const struct target *t)
+static uint64_t group_cold_pages(struct target *t)
 {
 	uint64_t keep = target_hot_pages(t) + hot_size(&t->poor);
 

@@ -245,6 +245,24 @@ uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms)
 	return n;
 }
 
+/*
+ * hot_count() walks the whole table: 1 MiB at 64k slots (about 100 us),
+ * 16 MiB at the cap (milliseconds), in the loop, where faults wait.  A
+ * group over its budget asks for each member's ten times a second; a
+ * hot set is a figure of seconds to minutes, and a second-old count of it
+ * serves as well.
+ */
+uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms)
+{
+	if (!h->counted_ms || now_ms + 1 - h->counted_ms >= HOT_COUNT_EVERY_MS ||
+	    window_ms != h->counted_window_ms) {
+		h->counted = hot_count(h, now_ms, window_ms);
+		h->counted_ms = now_ms + 1;
+		h->counted_window_ms = window_ms;
+	}
+	return h->counted;
+}
+
 uint64_t hot_size(const struct hot *h)
 {
 	return (uint64_t)h->used + h->old_left;

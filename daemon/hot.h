@@ -33,6 +33,8 @@
  * and at most at the cap (about 50 us, however many are live). */
 #define HOT_STEP_SLOTS 64u
 #define HOT_CAP_STEP_SLOTS 512u
+/* How long hot_count_recent() gives the same count. */
+#define HOT_COUNT_EVERY_MS 1000u
 
 struct hot_slot {
 	uint64_t pgno; /* + 1, so that 0 is empty */
@@ -51,6 +53,8 @@ struct hot {
 	uint32_t old_cap, old_pos; /* its slots, the next to move */
 	uint32_t old_left; /* pages in it not moved yet, expired or not */
 	uint32_t step; /* its slots moved per note */
+	/* hot_count_recent()'s last count: when (+ 1, 0 for none), for what window. */
+	uint64_t counted, counted_ms, counted_window_ms;
 };
 
 /* Remembers that pgno was seen at now_ms; what is older than window_ms may go. */
@@ -61,6 +65,8 @@ bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t wi
 bool hot_when(const struct hot *h, uint64_t pgno, uint64_t *when_ms);
 /* How many pages were seen within the window: the hot-set estimate. */
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms);
+/* The same, counted again only HOT_COUNT_EVERY_MS after the last count. */
+uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms);
 /* Pages held, expired or not: what the set costs, not what it knows to be hot. */
 uint64_t hot_size(const struct hot *h);
 void hot_free(struct hot *h);

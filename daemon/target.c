@@ -451,9 +451,9 @@ void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 		(void)loadlog_push(&t->loads_log, &le);
 }
 
-uint64_t target_hot_pages(const struct target *t)
+uint64_t target_hot_pages(struct target *t)
 {
-	return hot_count(&t->hot, now_usec() / 1000, target_hot_window_ms(t));
+	return hot_count_recent(&t->hot, now_usec() / 1000, target_hot_window_ms(t));
 }
 
 /*

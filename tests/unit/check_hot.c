@@ -55,6 +55,27 @@ START_TEST(test_grows_without_loss)
 }
 END_TEST
 
+/* The memo: the same count for HOT_COUNT_EVERY_MS, counted again after it,
+ * or at once for another window; the first count is never a memo's. */
+START_TEST(test_count_recent)
+{
+	struct hot h = { 0 };
+
+	ck_assert_uint_eq(hot_count_recent(&h, 0, 5000), 0);
+	for (uint64_t p = 0; p < 100; p++)
+		hot_note(&h, p, 10, 5000);
+	ck_assert_uint_eq(hot_count_recent(&h, 10, 5000), 0); /* counted at 0 */
+	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS - 1, 5000), 0);
+	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS, 5000), 100);
+	for (uint64_t p = 100; p < 150; p++)
+		hot_note(&h, p, HOT_COUNT_EVERY_MS + 1, 5000);
+	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS + 2, 5000), 100);
+	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS + 2, 4000), 150);
+	ck_assert_uint_eq(hot_count_recent(&h, 5 * HOT_COUNT_EVERY_MS, 4000), 50);
+	hot_free(&h);
+}
+END_TEST
+
 /* Expired pages make room: a steady stream of notes does not grow the table. */
 START_TEST(test_expired_make_room)
 {
@@ -185,6 +206,7 @@ int main(void)
 	tcase_add_test(tc, test_page_zero);
 	tcase_add_test(tc, test_grows_without_loss);
 	tcase_add_test(tc, test_expired_make_room);
+	tcase_add_test(tc, test_count_recent);
 	tcase_add_test(tc, test_bounded_at_cap);
 	tcase_add_test(tc, test_rebuild_spread);
 	tcase_add_test(tc, test_move_keeps_latest);
