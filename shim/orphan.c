@@ -294,10 +294,11 @@ static bool orphan_reattach(void)
 /*
  * zswapd has exited.  After a stop it said ZS_BYE first, and the agent,
  * reading it, has let the uffd go: true, nothing to do.  Otherwise false
- * once a forked child's registration under way is settled: a ZS_READY sent
- * before zswapd died (or re-sent by the next one) may still give it its
- * staging, then its uffd (shim_register_child()), or the registration
- * fails, which it does at once on a closed connection.
+ * once a registration under way (ours, or a forked child's) is settled: a
+ * ZS_READY sent before zswapd died (or re-sent by the next one) may still
+ * give it its staging, then its uffd (shim_publish_uffd()), or the
+ * registration fails, which it does at once on a closed connection, or
+ * within the handshake's timeout.
  */
 static bool orphan_said_bye(void)
 {

@@ -201,12 +201,31 @@ int shim_thread_start(void *stack, size_t size, void *(*fn)(void *))
 }
 
 
+/*
+ * The uffd is published (shim.uffd) last, once the staging is mapped, and
+ * only if the registration succeeded: a watcher that saw zswapd die while
+ * we registered waits for it (orphan_said_bye()), then looks in the
+ * staging for the zswapd that took over.  Published before, it found a
+ * uffd and no staging, took the uffd for orphaned, and the process
+ * aborted at its next fault though a new zswapd served it; or it polled
+ * a uffd a failed registration then closed.
+ */
+static int shim_publish_uffd(int uffd, int err)
+{
+	if (err < 0) {
+		close(uffd);
+		return err;
+	}
+	__atomic_store_n(&shim.uffd, uffd, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* The first registration of this mm. */
 static int shim_register(void)
 {
 	struct zs_hello hello = { .pid = (uint32_t)getpid() };
 	struct zs_uffd u;
-	int fds[2], devfd, r;
+	int fds[2], devfd, uffd, r;
 
 	r = proto_send(shim.sock, ZS_HELLO, 1, &hello, sizeof(hello), NULL, 0);
 	if (r < 0)
@@ -215,21 +234,20 @@ static int shim_register(void)
 	if (r < 0)
 		return r;
 	devfd = fds[0];
-	shim.uffd = ioctl(devfd, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-	r = shim.uffd < 0 ? -errno : 0;
+	uffd = ioctl(devfd, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+	r = uffd < 0 ? -errno : 0;
 	close(devfd);
 	if (r < 0)
 		return r;
 	u.beacon = (uint64_t)(uintptr_t)shim.beacon;
-	r = proto_send(shim.sock, ZS_UFFD, 2, &u, sizeof(u), &shim.uffd, 1);
-	if (r < 0)
-		return r;
-	r = shim_expect(ZS_READY, fds, 1);
-	if (r < 0)
-		return r;
-	r = shim_map_staging(fds[0]);
-	close(fds[0]);
-	return r;
+	r = proto_send(shim.sock, ZS_UFFD, 2, &u, sizeof(u), &uffd, 1);
+	if (r == 0)
+		r = shim_expect(ZS_READY, fds, 1);
+	if (r == 0) {
+		r = shim_map_staging(fds[0]);
+		close(fds[0]);
+	}
+	return shim_publish_uffd(uffd, r);
 }
 
 /* In a forked child: get our own uffd (which zswapd holds) and staging. */
@@ -248,15 +266,7 @@ static int shim_register_child(void)
 		return r;
 	r = shim_map_staging(fds[0]);
 	close(fds[0]);
-	/*
-	 * The staging first, then the uffd: a watcher that saw zswapd die
-	 * while we registered waits for the uffd (orphan_said_bye()), then
-	 * looks in the staging for the zswapd that took over.  The other way
-	 * round it found a uffd and no staging, took the uffd for orphaned,
-	 * and the child aborted at its first inherited evicted page although
-	 * a new zswapd served it.
-	 */
-	__atomic_store_n(&shim.uffd, fds[1], __ATOMIC_RELEASE);
+	r = shim_publish_uffd(fds[1], r);
 	if (r < 0)
 		return r;
 	/*
@@ -496,8 +506,10 @@ __attribute__((constructor)) static void shim_init(void)
 	shim.beacon = shim.area + SHIM_AGENT_AREA;
 	/* The beacon must stay an empty page: never let THP fill it in. */
 	madvise(shim.beacon, SHIM_PAGE, MADV_NOHUGEPAGE);
+	__atomic_store_n(&shim.registering, true, __ATOMIC_RELEASE);
 	shim_watch_begin();
 	r = shim_register();
+	__atomic_store_n(&shim.registering, false, __ATOMIC_RELEASE);
 	if (r < 0)
 		goto fail;
 	r = shim_agent_start();

@@ -40,7 +40,7 @@ struct shim {
 	bool mark;	   /* mark each page taken out (ZS_READY_MARK) */
 	int watch_fd;	   /* the watcher's pidfd of zswapd, its own; -1: no watcher */
 	int watch_pid;	   /* zswapd's pid, that pidfd's */
-	bool registering;  /* a forked child's registration is under way, atomic */
+	bool registering;  /* a registration (ours or a forked child's) is under way, atomic */
 	uint32_t agent_state; /* SHIM_AGENT_*, atomic */
 };
 

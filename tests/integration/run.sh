@@ -2387,6 +2387,33 @@ t_fork_kept_died_late() {
 	[ $HELD_RC -eq 0 ]
 }
 
+t_kept_died_registering() {
+	# zswapd killed while a process registers, once it sent ZS_READY and before the
+	# shim mapped its staging (held there by childhold.so), with a keeper: the next
+	# zswapd serves the process, and its watcher, which saw the old one die, must
+	# wait for the registration and then for the new one, not take the uffd for
+	# orphaned and end the process at its first fault.
+	restart_kept
+	local pid rc
+	rm -f "$TMP/held.go" && mkfifo "$TMP/held.go"
+	CHILDHOLD_AT=staging CHILDHOLD_FIFO=$TMP/held.go LD_PRELOAD="$SHIM $B/tests/childhold.so" \
+		"$MEMTEST" evict-then-touch 16 >"$TMP/reg.out" 2>"$TMP/reg.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -q "childhold: waiting" "$TMP/reg.err" && break; sleep 0.05; done
+	grep -q "childhold: waiting" "$TMP/reg.err"
+	kill_kept
+	sleep 1.5 # past the watcher's grace for the agent (orphan.c)
+	timeout 10 sh -c 'echo go >"$1"' _ "$TMP/held.go"
+	for _ in $(seq 200); do grep -q evicted "$TMP/reg.out" && break; sleep 0.05; done
+	kill -USR1 $pid || true
+	rc=0; wait $pid || rc=$?
+	cat "$TMP/reg.out" "$TMP/reg.err"
+	stop_daemon
+	start_daemon
+	refute grep -q "aborting rather than letting it read zeros" "$TMP/reg.err"
+	[ $rc -eq 0 ]
+}
+
 t_crash_chaos() {
 	# zswapd SIGKILLed at random moments, again and again, while a process writes with
 	# four threads, reclaims itself in a loop and forks a child every 200 ms that reads
@@ -2622,6 +2649,7 @@ run restart t_restart
 run crash_exited t_crash_exited
 run crash_events t_crash_events
 run fork_kept_died_late t_fork_kept_died_late
+run kept_died_registering t_kept_died_registering
 run crash_chaos t_crash_chaos
 run reattach_timeout t_reattach_timeout
 run crash_redis t_crash_redis

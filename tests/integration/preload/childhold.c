@@ -11,7 +11,11 @@
  *                         until someone reads it.
  * There, in a forked child, it says "childhold: waiting" on stderr, then
  * reads one byte from the fifo $CHILDHOLD_FIFO.  The process that loaded it
- * goes on as usual.
+ * goes on as usual; but for
+ *   CHILDHOLD_AT=staging  which holds that process itself, in its first
+ *                         registration, once zswapd sent ZS_READY and before
+ *                         the shim maps the staging memfd (its first shared
+ *                         mapping of a file), and no forked child.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -23,6 +27,7 @@
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 typedef int (*madvise_fn)(void *, size_t, int);
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 
 static connect_fn real_connect;
 static madvise_fn real_madvise;
@@ -42,7 +47,9 @@ static void childhold_wait(const char *at)
 	int f;
 	char c;
 
-	if (getpid() == first_pid || !fifo || !want || strcmp(want, at) != 0)
+	if (!fifo || !want || strcmp(want, at) != 0)
+		return;
+	if ((getpid() == first_pid) != (strcmp(at, "staging") == 0))
 		return;
 	(void)!write(STDERR_FILENO, said, sizeof(said) - 1);
 	f = open(fifo, O_RDONLY | O_CLOEXEC);
@@ -64,4 +71,22 @@ __attribute__((visibility("default"))) int madvise(void *addr, size_t len, int a
 	if (len == 4096 && advice == MADV_DONTNEED)
 		childhold_wait("beacon");
 	return real_madvise(addr, len, advice);
+}
+
+/* The shim's constructor may run before ours: what we need is looked up here. */
+__attribute__((visibility("default"))) void *mmap(void *addr, size_t len, int prot, int flags,
+						  int fd, off_t off)
+{
+	static mmap_fn real_mmap;
+	static int held;
+
+	if (!real_mmap)
+		real_mmap = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
+	if (!first_pid)
+		first_pid = getpid();
+	if ((flags & MAP_SHARED) && fd >= 0 && !held) {
+		held = 1;
+		childhold_wait("staging");
+	}
+	return real_mmap(addr, len, prot, flags, fd, off);
 }
