@@ -14,11 +14,12 @@
  * goes on as usual; but for
  *   CHILDHOLD_AT=staging  which holds that process itself, in its first
  *                         registration, once zswapd sent ZS_READY and before
- *                         the shim maps the staging memfd (its first shared
- *                         mapping of a file), and no forked child.
+ *                         the shim maps the staging memfd, and no forked
+ *                         child.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,6 +74,20 @@ __attribute__((visibility("default"))) int madvise(void *addr, size_t len, int a
 	return real_madvise(addr, len, advice);
 }
 
+/* Whether fd is zswapd's staging memfd ("/memfd:zswapd-staging (deleted)"). */
+static int childhold_is_staging(int fd)
+{
+	char path[64], target[128];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = '\0';
+	return strstr(target, "zswapd-staging") != NULL;
+}
+
 /* The shim's constructor may run before ours: what we need is looked up here. */
 __attribute__((visibility("default"))) void *mmap(void *addr, size_t len, int prot, int flags,
 						  int fd, off_t off)
@@ -84,7 +99,7 @@ __attribute__((visibility("default"))) void *mmap(void *addr, size_t len, int pr
 		real_mmap = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
 	if (!first_pid)
 		first_pid = getpid();
-	if ((flags & MAP_SHARED) && fd >= 0 && !held) {
+	if ((flags & MAP_SHARED) && fd >= 0 && !held && childhold_is_staging(fd)) {
 		held = 1;
 		childhold_wait("staging");
 	}
