@@ -335,9 +335,9 @@ static void *shim_watch_main(void *arg)
 		}
 		if (orphan_said_bye())
 			return NULL; /* every page is back: libc's thread exit is safe */
-		/* A forked child whose READY came only now had no staging to
-		 * wait on above: with a store, its connection is kept and a
-		 * new zswapd serves it, as it does its parent. */
+		/* A registration (ours, or a forked child's) whose READY came
+		 * only now had no staging to wait on above: with a store, its
+		 * connection is kept and a new zswapd serves it. */
 		if (staged || !orphan_reattach())
 			break;
 		pfd.fd = shim.watch_fd;

@@ -2450,9 +2450,8 @@ t_crash_chaos() {
 	# A child that ended loudly lost its connection across a kill: what
 	# the daemons said of it, and warned of, says where.
 	if [ "${loud:-0}" -ne 0 ]; then
-		for c in $(sed -n 's/^loud child //p' "$TMP/chaos.out"); do
-			grep -E "pid $c\b|^<[0-4]>keeper" "$TMP/daemon.log" || true
-		done
+		c=$(sed -n 's/^loud child //p' "$TMP/chaos.out" | paste -sd'|')
+		grep -E "pid ($c)\b|^<[0-4]>keeper" "$TMP/daemon.log" || true
 	fi
 	[ $rc -eq 0 ]
 	[ "${loud:-0}" -le "$(grep -c 'AddressSanitizer: CHECK failed' "$TMP/chaos.err" || true)" ]
