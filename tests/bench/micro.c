@@ -42,8 +42,7 @@
 
 #include "zswap_proto.h"
 
-#include "benchtime.h"
-#include "pagemix.h"
+#include "loads.h"
 
 static long reclaim_self(uint64_t bytes)
 {
@@ -133,7 +132,7 @@ int main(int argc, char **argv)
 	static const char *const phase_stat[4] = { "loads", "fault_stall_usec",
 						   "load_decompress_nsec", "load_map_nsec" };
 	long stored = 0;
-	uint8_t *m, want[PAGE];
+	uint8_t *m;
 	size_t *order;
 
 	m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -175,28 +174,15 @@ int main(int argc, char **argv)
 
 			pool_per_page = pages > 0 ? (double)pool / (double)pages : 0;
 		}
-		for (size_t i = npages - 1; i > 0; i--) {
-			size_t j = mix64(i * 31 + (size_t)r) % (i + 1), t = order[i];
-
-			order[i] = order[j];
-			order[j] = t;
-		}
+		shuffle_order(order, npages, r);
 		for (int k = 0; k < 4 && !kernel; k++)
 			phase[k] -= stat_of(phase_stat[k]);
-		for (size_t i = 0; i < npages; i++) {
-			volatile uint8_t *p = m + order[i] * PAGE;
-			double t1 = now_us();
-
-			(void)*p;
-			lat[nlat++] = now_us() - t1;
-		}
+		touch_timed(m, order, npages, lat + nlat);
+		nlat += npages;
 		for (int k = 0; k < 4 && !kernel; k++)
 			phase[k] += stat_of(phase_stat[k]);
 	}
-	for (size_t i = 0; i < npages; i++) {
-		fill_page(want, i);
-		bad += memcmp(m + i * PAGE, want, PAGE) != 0;
-	}
+	bad = count_wrong_pages(m, npages);
 	/* Touches of pages that stayed resident (refused, or the page table's
 	 * own zero page) cost well under a microsecond: keep only the faults. */
 	qsort(lat, nlat, sizeof(*lat), cmp_double);

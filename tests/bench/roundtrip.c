@@ -40,8 +40,7 @@
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 
-#include "benchtime.h"
-#include "pagemix.h"
+#include "loads.h"
 
 /* Shared between the app and its server (MAP_SHARED before the fork). */
 struct shared {
@@ -119,7 +118,7 @@ int main(int argc, char **argv)
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct shared *sh;
-	uint8_t *m, want[PAGE];
+	uint8_t *m;
 	double *lat;
 	pid_t pid, app = getpid();
 	int uffd;
@@ -159,26 +158,13 @@ int main(int argc, char **argv)
 	qos = hold_idle_polling();
 	for (int r = 0; r < rounds; r++) {
 		madvise(m, npages * PAGE, MADV_DONTNEED);
-		for (size_t i = npages - 1; i > 0; i--) {
-			size_t j = mix64(i * 31 + (size_t)r) % (i + 1), t = order[i];
-
-			order[i] = order[j];
-			order[j] = t;
-		}
-		for (size_t i = 0; i < npages; i++) {
-			volatile uint8_t *p = m + order[i] * PAGE;
-			double t1 = now_us();
-
-			(void)*p;
-			lat[nlat++] = now_us() - t1;
-		}
+		shuffle_order(order, npages, r);
+		touch_timed(m, order, npages, lat + nlat);
+		nlat += npages;
 	}
 	if (qos >= 0)
 		close(qos);
-	for (size_t i = 0; i < npages; i++) {
-		fill_page(want, i);
-		bad += memcmp(m + i * PAGE, want, PAGE) != 0;
-	}
+	bad = count_wrong_pages(m, npages);
 	sh->stop = 1;
 	waitpid(pid, &status, 0);
 	if (sh->failed)
