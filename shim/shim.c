@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +44,6 @@
 #define SHIM_HANDSHAKE_TIMEOUT_SEC 5
 
 struct shim shim = { .sock = -1, .uffd = -1, .watch_fd = -1 };
-
-void shim_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!shim.debug)
-		return;
-	fprintf(stderr, "libzswap[%d]: ", (int)getpid());
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static int shim_connect(void)
 {
@@ -181,26 +167,6 @@ static void shim_watch_begin(void)
 	}
 }
 
-int shim_thread_start(void *stack, size_t size, void *(*fn)(void *))
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-	int r;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setstack(&attr, stack, size);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* Created with every signal blocked, so none is ever delivered to it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&tid, &attr, fn, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return r;
-}
-
-
 /*
  * The uffd is published (shim.uffd) last, once the staging is mapped, and
  * only if the registration succeeded: a watcher that saw zswapd die while
@@ -293,31 +259,6 @@ static volatile uint32_t *shim_fork_gate(void)
 	if (shim.sock < 0 || !shim.staging)
 		return NULL;
 	return ZS_STAGING_FORK_GATE(shim.staging, shim.staging_len / SHIM_PAGE);
-}
-
-uint64_t shim_now_usec(void)
-{
-	struct timespec ts = { 0, 0 };
-
-	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/*
- * Waits while *word is set, 20 us at a time, until ZS_FORK_GATE_MAX_USEC
- * after start; false if it gave up.  The sleep is a system call, not
- * libc's nanosleep: no cancellation point, nothing interposed.
- */
-bool shim_gate_wait(const volatile uint32_t *word, uint64_t start)
-{
-	struct timespec ts = { 0, 20000 };
-
-	while (__atomic_load_n(word, __ATOMIC_SEQ_CST)) {
-		if (shim_now_usec() - start >= ZS_FORK_GATE_MAX_USEC)
-			return false;
-		syscall(SYS_nanosleep, &ts, NULL);
-	}
-	return true;
 }
 
 static void shim_atfork_prepare(void)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * shim.h - state shared by the shim's registration (shim.c) and its agent
- * thread (agent.c).  Everything here is hidden: libzswap.so exports nothing.
+ * shim.h - state shared by the shim's registration (shim.c), its agent
+ * thread (agent.c), its watcher (orphan.c) and their helpers (sys.c).
+ * Everything here is hidden: libzswap.so exports nothing.
  */
 #ifndef ZSWAP_SHIM_H
 #define ZSWAP_SHIM_H
@@ -46,10 +47,19 @@ struct shim {
 
 extern struct shim shim;
 
+/* sys.c */
 __attribute__((format(printf, 1, 2))) void shim_log(const char *fmt, ...);
 /* A detached thread on the given stack (in the agent's area), every signal blocked. */
 int shim_thread_start(void *stack, size_t size, void *(*fn)(void *));
+/* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
+uint64_t shim_now_usec(void);
+/* Waits while *word is set, for ZS_FORK_GATE_MAX_USEC from start at most; false if it gave up. */
+bool shim_gate_wait(const volatile uint32_t *word, uint64_t start);
+
+/* agent.c */
 int shim_agent_start(void);
+
+/* orphan.c */
 /* The thread that notices zswapd's death; -ENOENT without a pidfd of it. */
 int shim_watch_start(void);
 /*
@@ -65,9 +75,5 @@ __attribute__((noreturn)) void shim_park(void);
 __attribute__((noreturn)) void shim_die(const char *text, size_t len, uint64_t addr);
 /* Settles faults and events once zswapd is dead, for as long as the process lives. */
 void shim_orphan_serve(void);
-/* Monotonic microseconds, by system call (the agent calls nothing of libc's). */
-uint64_t shim_now_usec(void);
-/* Waits while *word is set, for ZS_FORK_GATE_MAX_USEC from start at most; false if it gave up. */
-bool shim_gate_wait(const volatile uint32_t *word, uint64_t start);
 
 #endif
