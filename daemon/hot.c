@@ -172,6 +172,24 @@ static void hot_rebuild_step(struct hot *h, uint64_t now_ms, uint64_t window_ms)
 	}
 }
 
+/*
+ * A page that was not hot under the last count's window and is now: the
+ * count plus these is the hot set until the next count (hot_count_recent()).
+ * Pages that went cold since are not taken off, nor is the holder of a slot
+ * taken over at the cap: the estimate errs on the side of hot, for at most
+ * HOT_COUNT_EVERY_MS.
+ */
+static void hot_count_note(struct hot *h, uint64_t pgno, uint64_t now_ms)
+{
+	const struct hot_slot *prev;
+
+	if (!h->counted_ms)
+		return;
+	prev = hot_lookup(h, pgno);
+	if (!prev || now_ms - prev->when_ms >= h->counted_window_ms)
+		h->counted_fresh++;
+}
+
 void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 {
 	struct hot_slot *s;
@@ -196,6 +214,7 @@ void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 		h->live = 0;
 		h->rebuilt_ms = now_ms;
 	}
+	hot_count_note(h, pgno, now_ms);
 	s = hot_find_in(h->slot, h->cap, pgno);
 	if (!s || (!s->pgno && hot_full(h) && !h->counting)) {
 		/* At the cap: take over the page's home slot, forgetting its holder. */
@@ -248,9 +267,12 @@ uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms)
 /*
  * hot_count() walks the whole table: 1 MiB at 64k slots (about 100 us),
  * 16 MiB at the cap (milliseconds), in the loop, where faults wait.  A
- * group over its budget asks for each member's ten times a second; a
- * hot set is a figure of seconds to minutes, and a second-old count of it
- * serves as well.
+ * group over its budget asks for each member's ten times a second, so the
+ * walk is done once a second, and in between the pages that became hot
+ * since are added (hot_count_note()).  Without them, a hot set that grew
+ * within the second was taken for cold and given up: twelve jobs of 64 MiB
+ * under one budget of 186 MiB (run.sh workers, six interleaved runs) took
+ * 12.1 s (median) against 7.5 s with a walk at every ask; with them 7.4 s.
  */
 uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms)
 {
@@ -259,8 +281,9 @@ uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms)
 		h->counted = hot_count(h, now_ms, window_ms);
 		h->counted_ms = now_ms + 1;
 		h->counted_window_ms = window_ms;
+		h->counted_fresh = 0;
 	}
-	return h->counted;
+	return h->counted + h->counted_fresh;
 }
 
 uint64_t hot_size(const struct hot *h)

@@ -53,8 +53,9 @@ struct hot {
 	uint32_t old_cap, old_pos; /* its slots, the next to move */
 	uint32_t old_left; /* pages in it not moved yet, expired or not */
 	uint32_t step; /* its slots moved per note */
-	/* hot_count_recent()'s last count: when (+ 1, 0 for none), for what window. */
-	uint64_t counted, counted_ms, counted_window_ms;
+	/* hot_count_recent()'s last count: when (+ 1, 0 for none), for what
+	 * window, and the pages noted hot since that it did not count. */
+	uint64_t counted, counted_ms, counted_window_ms, counted_fresh;
 };
 
 /* Remembers that pgno was seen at now_ms; what is older than window_ms may go. */
@@ -65,7 +66,8 @@ bool hot_recent(const struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t wi
 bool hot_when(const struct hot *h, uint64_t pgno, uint64_t *when_ms);
 /* How many pages were seen within the window: the hot-set estimate. */
 uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms);
-/* The same, counted again only HOT_COUNT_EVERY_MS after the last count. */
+/* The same, counted again only HOT_COUNT_EVERY_MS after the last count,
+ * and in between that count plus the pages noted hot since. */
 uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms);
 /* Pages held, expired or not: what the set costs, not what it knows to be hot. */
 uint64_t hot_size(const struct hot *h);

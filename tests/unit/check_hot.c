@@ -55,23 +55,32 @@ START_TEST(test_grows_without_loss)
 }
 END_TEST
 
-/* The memo: the same count for HOT_COUNT_EVERY_MS, counted again after it,
- * or at once for another window; the first count is never a memo's. */
+/* The memo: the same count for HOT_COUNT_EVERY_MS plus the pages noted hot
+ * since, counted again after it, or at once for another window. */
 START_TEST(test_count_recent)
 {
+	const uint64_t every = HOT_COUNT_EVERY_MS;
 	struct hot h = { 0 };
 
 	ck_assert_uint_eq(hot_count_recent(&h, 0, 5000), 0);
+	/* Noted after the count: added to it, each page once. */
 	for (uint64_t p = 0; p < 100; p++)
 		hot_note(&h, p, 10, 5000);
-	ck_assert_uint_eq(hot_count_recent(&h, 10, 5000), 0); /* counted at 0 */
-	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS - 1, 5000), 0);
-	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS, 5000), 100);
+	for (uint64_t p = 0; p < 100; p++)
+		hot_note(&h, p, 20, 5000);
+	ck_assert_uint_eq(hot_count_recent(&h, 30, 5000), 100);
+	ck_assert_uint_eq(hot_count_recent(&h, every, 5000), 100); /* counted again */
 	for (uint64_t p = 100; p < 150; p++)
-		hot_note(&h, p, HOT_COUNT_EVERY_MS + 1, 5000);
-	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS + 2, 5000), 100);
-	ck_assert_uint_eq(hot_count_recent(&h, HOT_COUNT_EVERY_MS + 2, 4000), 150);
-	ck_assert_uint_eq(hot_count_recent(&h, 5 * HOT_COUNT_EVERY_MS, 4000), 50);
+		hot_note(&h, p, every + 1, 5000);
+	ck_assert_uint_eq(hot_count_recent(&h, every + 2, 5000), 150);
+	ck_assert_uint_eq(hot_count_recent(&h, every + 2, 4000), 150); /* another window: a count */
+	/* Going cold waits for the next count: at 4100 pages 0-99 are 4080 ms old. */
+	ck_assert_uint_eq(hot_count_recent(&h, 3500, 4000), 150);
+	ck_assert_uint_eq(hot_count_recent(&h, 4100, 4000), 150);
+	ck_assert_uint_eq(hot_count_recent(&h, 3500 + every + 100, 4000), 50);
+	/* A page back after it went cold is hot again at once. */
+	hot_note(&h, 0, 3500 + every + 101, 4000);
+	ck_assert_uint_eq(hot_count_recent(&h, 3500 + every + 102, 4000), 51);
 	hot_free(&h);
 }
 END_TEST
