@@ -555,8 +555,8 @@ run_micro() {
 	printf '\nin zswapd µs/load: from its read of the fault to the wake (fault_stall_usec over loads), of which decompress (load_decompress_nsec) and map (UFFDIO_COPY, load_map_nsec); the rest of a load (mean less this) is the kernel'"'"'s: the fault delivered, the daemon woken, the thread woken and back.\n' >>"$OUT/micro.md"
 	printf '\nRound-trip row: tests/bench/roundtrip.c, the same loads served by a forked process that reads each fault and answers it with UFFDIO_COPY of its own copy of the page, polling as zswapd does in a burst and idle CPUs held polling; its in zswapd column is that server'"'"'s time from its read to the copy'"'"'s return, its map column the UFFDIO_COPY. What a zswapd load costs over it is what zswapd adds; what it costs over kernel zswap'"'"'s is the round trip itself.\n' >>"$OUT/micro.md"
 	printf '\nKernel zswap row: the same program and loads, in this run, with the process in a cgroup v1 memory cgroup, its memory pushed out before each round by the limit forced down to 16 MiB and lifted, vm.page-cluster = 0 (one page a fault, as zswapd serves them) and kernel zswap lzo; no store figure (the kernel stores under the limit, untimed); pool bytes/page from debugfs zswap after the first push.\n' >>"$OUT/micro.md"
-	printf '\n%s, %s MiB x %s rounds, `make bench%s`\n' "$host" "$MIB" "$ROUNDS" \
-		"$([ $QUICK -eq 1 ] && echo -quick)" >>"$OUT/micro.md"
+	printf '\n%s, %s MiB x %s rounds; %s.\nCommand: `%s`\n' "$host" "$MIB" "$ROUNDS" "$stamp" \
+		"$(bench_command "$@")" >>"$OUT/micro.md"
 	cat "$OUT/micro.md"
 }
 
@@ -2346,7 +2346,7 @@ run_pairs() {
 }
 
 # Each part returns 1 (set -e: exit 1) on a run that lost data or hung.
-if want micro; then run_micro; fi
+if want micro; then run_micro "$@"; fi
 if want compare; then run_compare "$@"; fi
 if want writeback; then run_writeback "$@"; fi
 if want workers; then run_workers "$@"; fi
