@@ -179,14 +179,15 @@ static void hot_rebuild_step(struct hot *h, uint64_t now_ms, uint64_t window_ms)
  * taken over at the cap: the estimate errs on the side of hot, for at most
  * HOT_COUNT_EVERY_MS.
  */
-static void hot_count_note(struct hot *h, uint64_t pgno, uint64_t now_ms)
+static void hot_count_note(struct hot *h, const struct hot_slot *s, uint64_t pgno, uint64_t now_ms)
 {
-	const struct hot_slot *prev;
-
 	if (!h->counted_ms)
 		return;
-	prev = hot_lookup(h, pgno);
-	if (!prev || now_ms - prev->when_ms >= h->counted_window_ms)
+	/* s is where hot_note() found pgno in the table: only a page not
+	 * there may still be in the one being moved. */
+	if ((!s || s->pgno != pgno + 1) && h->old)
+		s = hot_find_in(h->old, h->old_cap, pgno);
+	if (!s || s->pgno != pgno + 1 || now_ms - s->when_ms >= h->counted_window_ms)
 		h->counted_fresh++;
 }
 
@@ -214,8 +215,8 @@ void hot_note(struct hot *h, uint64_t pgno, uint64_t now_ms, uint64_t window_ms)
 		h->live = 0;
 		h->rebuilt_ms = now_ms;
 	}
-	hot_count_note(h, pgno, now_ms);
 	s = hot_find_in(h->slot, h->cap, pgno);
+	hot_count_note(h, s, pgno, now_ms);
 	if (!s || (!s->pgno && hot_full(h) && !h->counting)) {
 		/* At the cap: take over the page's home slot, forgetting its holder. */
 		s = &h->slot[hot_index(pgno, h->cap)];
