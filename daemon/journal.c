@@ -492,7 +492,10 @@ void journal_fork(struct target *parent, struct target *child)
 
 	if (!parent->journaled || !parent->d->journal)
 		return;
-	/* The child's uffd is only ours until its shim claims it: into the store first. */
+	/* The child's uffd is only ours until its shim claims it: into the
+	 * store, unless journal_fork_early() put it there, after the record
+	 * (as there). */
+	journal_append(parent->d, JR_FORK, &jf, sizeof(jf), NULL, 0);
 	r = journal_store_fds(child);
 	if (r < 0) {
 		log_warning_errno(r, "pid %d: cannot keep a forked child's uffd across a crash: %m",
@@ -500,7 +503,6 @@ void journal_fork(struct target *parent, struct target *child)
 		return;
 	}
 	child->journaled = true;
-	journal_append(parent->d, JR_FORK, &jf, sizeof(jf), NULL, 0);
 }
 
 void journal_fork_early(struct target *parent, struct uffd_msg *msg)
@@ -512,12 +514,20 @@ void journal_fork_early(struct target *parent, struct uffd_msg *msg)
 	msg->arg.reserved.reserved2 = 0;
 	if (!parent->journaled || !d->journal)
 		return;
+	/*
+	 * The record before the uffd, against the rule of "descriptors
+	 * first": killed in between, the next zswapd finds a child with no
+	 * uffd and lets it go, and the child, whose uffd went with us, ends
+	 * loudly as its registration fails.  The other way round, it would
+	 * find a uffd no record names and drop it, after the child had found
+	 * its registrations standing and gone on: it would read zeros.
+	 */
 	jf.child = ++d->next_key;
+	journal_append(d, JR_FORK, &jf, sizeof(jf), NULL, 0);
 	journal_fd_name(jf.child, JOURNAL_FD_UFFD, name, sizeof(name));
 	if (fdstore_put(d, name, (int)msg->arg.fork.ufd) < 0)
 		return;
 	msg->arg.reserved.reserved2 = jf.child;
-	journal_append(d, JR_FORK, &jf, sizeof(jf), NULL, 0);
 }
 
 void journal_fork_claim(struct target *child, const struct uffd_msg *msg)

@@ -298,6 +298,45 @@ static void recover_close(int fd)
 		close(fd);
 }
 
+/* Closes a descriptor taken from the store, and has the store let it go too. */
+static void recover_drop_fd(struct daemon *d, uint64_t key, enum journal_fd what, int *fd,
+			    uint8_t *stored)
+{
+	char name[48];
+
+	if (*fd < 0)
+		return;
+	journal_fd_name(key, what, name, sizeof(name));
+	fdstore_drop(d, name);
+	close(*fd);
+	*fd = -1;
+	*stored &= (uint8_t)~(1u << what);
+}
+
+/*
+ * The staging slots of a process taken over.  Its record says, unless
+ * zswapd was killed after storing the staging memfd and before the record
+ * that names it (target_adopt(): the descriptors first, then the record):
+ * then the memfd's size does, its slots and the page of veto bytes.  0 if
+ * neither can say.
+ */
+static uint32_t recover_staging_pages(int staging, const struct jr_target *jt)
+{
+	struct stat st;
+	uint64_t pages;
+
+	if (staging < 0 || jt->staging_pages)
+		return jt->staging_pages;
+	if (fstat(staging, &st) < 0 || st.st_size % ZS_PAGE_SIZE)
+		return 0;
+	pages = (uint64_t)st.st_size / ZS_PAGE_SIZE;
+	if (pages < 2 || pages - 1 > ZS_STAGING_MAX_SLOTS)
+		return 0;
+	log_debug("recover: target %llu: %llu staging slots its record does not name yet",
+		  (unsigned long long)jt->key, (unsigned long long)(pages - 1));
+	return (uint32_t)(pages - 1);
+}
+
 /* What the journal says of a process, on the target taken over. */
 static void recover_fields(struct target *t, const struct jr_target *jt)
 {
@@ -329,6 +368,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	struct recover_pages rpg = { 0 };
 	uint8_t stored = 0;
 	int uffd, pidfd, staging, connfd, r;
+	uint32_t staging_pages;
 	struct target *t;
 	struct conn *c;
 
@@ -336,9 +376,22 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	pidfd = recover_take_fd(d, jt->key, JOURNAL_FD_PIDFD, &stored);
 	staging = recover_take_fd(d, jt->key, JOURNAL_FD_STAGING, &stored);
 	connfd = recover_take_fd(d, jt->key, JOURNAL_FD_CONN, &stored);
+	staging_pages = recover_staging_pages(staging, jt);
+	/*
+	 * Only what the record says settles whether the process is gone: a
+	 * descriptor stored after it (a staging memfd of unknown size, say)
+	 * is not a reason to close its uffd, whose registrations would go
+	 * with it, and a forked child (ours alone until its shim claims it)
+	 * would read zeros.
+	 */
+	if (staging >= 0 && !staging_pages) {
+		log_warning("pid %d: its staging cannot be taken over; its shim is let go",
+			    jt->pid);
+		recover_drop_fd(d, jt->key, JOURNAL_FD_STAGING, &staging, &stored);
+		recover_drop_fd(d, jt->key, JOURNAL_FD_CONN, &connfd, &stored);
+	}
 	if (uffd < 0 || (jt->pid && pidfd < 0) || (pidfd >= 0 && !recover_pidfd_alive(pidfd)) ||
-	    jt->nexcl > ZS_AGENT_MAX_EXCL || jt->staging_pages > ZS_STAGING_MAX_SLOTS ||
-	    (staging >= 0 && !jt->staging_pages)) {
+	    jt->nexcl > ZS_AGENT_MAX_EXCL || jt->staging_pages > ZS_STAGING_MAX_SLOTS) {
 		/* Exited (its pages go with it), or never fully ours. */
 		log_debug("recover: target %llu (pid %d) is gone", (unsigned long long)jt->key,
 			  jt->pid);
@@ -348,7 +401,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 		recover_close(connfd);
 		return 0;
 	}
-	r = target_take_over(d, uffd, jt->features, jt->pid, pidfd, staging, jt->staging_pages,
+	r = target_take_over(d, uffd, jt->features, jt->pid, pidfd, staging, staging_pages,
 			     fault_uffd_ready, &t);
 	if (r < 0) {
 		recover_close(connfd);
@@ -375,8 +428,11 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 		c->target = t;
 		t->conn = c;
 		t->stored_fds |= 1u << JOURNAL_FD_CONN;
-		/* Killed between storing its connection and READY (target_adopt()). */
-		if (t->ready_unsure && t->staging && target_send_ready(t, t->forked) == 0)
+		/* Killed between storing its connection and READY (target_adopt()):
+		 * the record says so, or was not written yet and does not know the
+		 * connection.  A shim that had READY ignores this one. */
+		if ((t->ready_unsure || !jt->has_conn) && t->staging &&
+		    target_send_ready(t, t->forked) == 0)
 			t->ready_unsure = false;
 	}
 	return 0;

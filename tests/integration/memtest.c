@@ -1391,7 +1391,8 @@ static void orphan_child(size_t npages)
 		x = mix64(x);
 		p = half + x % (npages - half);
 		fill_page(want, 21, p);
-		CHECK(memcmp(tw_mem + p * PAGE, want, PAGE) == 0, "child: page %zu differs", p);
+		CHECK(memcmp(tw_mem + p * PAGE, want, PAGE) == 0, "child: page %zu differs (%s)", p,
+		      is_zero(tw_mem + p * PAGE, PAGE) ? "zeros" : "not zeros");
 	}
 	_exit(failures ? 1 : 0);
 }

@@ -2414,12 +2414,74 @@ t_kept_died_registering() {
 	[ $rc -eq 0 ]
 }
 
+# adopt_killed WHEN: zswapd (with a keeper) SIGKILLed as it takes on a forked
+# child's shim, at the store of the child's connection (WHEN: "" right after it,
+# --before right before), that is after the store of its staging and before the
+# journal's record of either.  The child must read every page it inherited
+# evicted.  Before, the next zswapd took a staging the record did not name for
+# a process never fully taken on and let the child go, closing its uffd: the
+# keeper's copy held its registrations until the next zswapd dropped it, and
+# the child read zeros, or ended loudly if it looked first.  Sets ADOPT_AGENT
+# to whether the child's shim was served (its agent runs).
+adopt_killed() {
+	local pid kpy child n rc=0
+	restart_kept
+	rm -f "$TMP/adopt.in" && mkfifo "$TMP/adopt.in"
+	LD_PRELOAD=$SHIM "$MEMTEST" fork-unclaimed 16 <"$TMP/adopt.in" >"$TMP/adopt.out" \
+		2>"$TMP/adopt.err" &
+	pid=$!
+	exec 3>"$TMP/adopt.in"
+	for _ in $(seq 200); do grep -q evicted "$TMP/adopt.out" && break; sleep 0.05; done
+	rm -f "$TMP/killat.out"
+	python3 "$ROOT/tests/integration/kill_at_store.py" $1 "$(dpid)" '^t[0-9]+[.]conn$' \
+		>"$TMP/killat.out" 2>&1 &
+	kpy=$!
+	for _ in $(seq 200); do grep -q armed "$TMP/killat.out" && break; sleep 0.05; done
+	n=$(stat_of crash_recoveries)
+	echo fork >&3
+	wait "$kpy" || rc=1
+	cat "$TMP/killat.out"
+	for _ in $(seq 400); do
+		[ "$(stat_of crash_recoveries 2>/dev/null)" = $((n + 1)) ] && break
+		sleep 0.05
+	done
+	[ "$(stat_of crash_recoveries)" = $((n + 1)) ] || rc=1
+	pgrep -P "$(kpid)" -x zswapd >"$TMP/dpid"
+	# The child says its pid once its shim's registration has ended, served or not.
+	for _ in $(seq 200); do grep -q "^child: [0-9]" "$TMP/adopt.out" && break; sleep 0.05; done
+	child=$(sed -n 's/^child: \([0-9]*\)$/\1/p' "$TMP/adopt.out")
+	ADOPT_AGENT=0
+	[ -n "$child" ] && grep -qx zswap-agent /proc/"$child"/task/*/comm 2>/dev/null && ADOPT_AGENT=1
+	echo read >&3
+	exec 3>&-
+	for _ in $(seq 200); do grep -q "^child: [es]" "$TMP/adopt.out" && break; sleep 0.05; done
+	grep -q "^child: [es]" "$TMP/adopt.out" || { log "the child hangs"; pkill -KILL -P "$pid"; }
+	wait "$pid" || rc=1
+	cat "$TMP/adopt.out" "$TMP/adopt.err"
+	refute grep -q "aborting rather than letting it read zeros" "$TMP/adopt.err"
+	grep -q "^child: exit 0$" "$TMP/adopt.out"
+	[ $rc -eq 0 ]
+}
+
+t_fork_kept_died_adopting() {
+	adopt_killed ""
+	# Its connection stored, the record not written: READY came from the next zswapd.
+	[ "$ADOPT_AGENT" = 1 ]
+	adopt_killed --before
+	# No connection stored: the child runs on unserved, its pages served all the same.
+	[ "$ADOPT_AGENT" = 0 ]
+	echo "result: killed right after and right before storing a forked child's connection: the child read every page"
+	stop_daemon
+	start_daemon
+}
+
 t_crash_chaos() {
 	# zswapd SIGKILLed at random moments, again and again, while a process writes with
 	# four threads, reclaims itself in a loop and forks a child every 200 ms that reads
 	# its pages: nothing may end, hang or read a wrong page.  The long run:
-	# tests/bench/run.sh chaos.
-	restart_kept "max_pool_bytes = 16M" "swap_file = $TMP/swap" "swap_file_size = 128M"
+	# tests/bench/run.sh chaos.  CHAOS_KILLS: how many kills (20);
+	# CHAOS_CONF: one more config line ("log_level = debug" to trace a failure).
+	restart_kept "max_pool_bytes = 16M" "swap_file = $TMP/swap" "swap_file_size = 128M" ${CHAOS_CONF:+"$CHAOS_CONF"}
 	local pid rc fds0 fds1 loud c kills=${CHAOS_KILLS:-20}
 	: >"$TMP/stalls"
 	# Under AddressSanitizer a forked child of this threaded process now and
@@ -2649,6 +2711,7 @@ run crash_exited t_crash_exited
 run crash_events t_crash_events
 run fork_kept_died_late t_fork_kept_died_late
 run kept_died_registering t_kept_died_registering
+run fork_kept_died_adopting t_fork_kept_died_adopting
 run crash_chaos t_crash_chaos
 run reattach_timeout t_reattach_timeout
 run crash_redis t_crash_redis
