@@ -362,6 +362,30 @@ static void recover_fields(struct target *t, const struct jr_target *jt)
 	t->refused = jt->refused;
 }
 
+/* The shim's connection (connfd, -1: none) to target t taken over, as its record jt says. */
+static int recover_conn(struct daemon *d, struct target *t, const struct jr_target *jt, int connfd)
+{
+	struct conn *c;
+	int r;
+
+	if (connfd < 0)
+		return 0;
+	r = conn_new(d, connfd, &c);
+	if (r < 0)
+		return log_warning_errno(r, "pid %d: its connection is lost: %m", (int)t->pid);
+	c->kind = CONN_SHIM;
+	c->target = t;
+	t->conn = c;
+	t->stored_fds |= 1u << JOURNAL_FD_CONN;
+	/* Killed between storing its connection and READY (target_adopt()):
+	 * the record says so, or was not written yet and does not know the
+	 * connection.  A shim that had READY ignores this one. */
+	if ((t->ready_unsure || !jt->has_conn) && t->staging &&
+	    target_send_ready(t, t->forked) == 0)
+		t->ready_unsure = false;
+	return 0;
+}
+
 static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 {
 	const struct jr_target *jt = &rt->jt;
@@ -370,7 +394,6 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	int uffd, pidfd, staging, connfd, r;
 	uint32_t staging_pages;
 	struct target *t;
-	struct conn *c;
 
 	uffd = recover_take_fd(d, jt->key, JOURNAL_FD_UFFD, &stored);
 	pidfd = recover_take_fd(d, jt->key, JOURNAL_FD_PIDFD, &stored);
@@ -420,22 +443,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	if (rpg.dropped)
 		log_info("pid %d: %llu pages came back or went while zswapd was away",
 			 (int)t->pid, (unsigned long long)rpg.dropped);
-	if (connfd >= 0) {
-		r = conn_new(d, connfd, &c);
-		if (r < 0)
-			return log_warning_errno(r, "pid %d: its connection is lost: %m", (int)t->pid);
-		c->kind = CONN_SHIM;
-		c->target = t;
-		t->conn = c;
-		t->stored_fds |= 1u << JOURNAL_FD_CONN;
-		/* Killed between storing its connection and READY (target_adopt()):
-		 * the record says so, or was not written yet and does not know the
-		 * connection.  A shim that had READY ignores this one. */
-		if ((t->ready_unsure || !jt->has_conn) && t->staging &&
-		    target_send_ready(t, t->forked) == 0)
-			t->ready_unsure = false;
-	}
-	return 0;
+	return recover_conn(d, t, jt, connfd);
 }
 
 /* The batches the dead zswapd had out, once every target is built (forks name others). */
