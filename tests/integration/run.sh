@@ -37,9 +37,15 @@ zswapd_bin() { "$B/zswapd" "$@"; }
 # test.  $BASHPID is not to be trusted there either (it can still read as
 # the parent's); /proc/self/stat, opened by the shell itself, is.
 cleanup() {
-	local me
+	local me k
 	read -r me _ </proc/self/stat
 	[ "$me" = "$$" ] || return 0
+	# A keeper a test left as it failed, with the zswapd it runs (which dpid
+	# may not name): the keeper first, or it starts another.
+	k=$(cat "$TMP/kpid" 2>/dev/null)
+	if [ -n "$k" ] && [ "$(cat /proc/"$k"/comm 2>/dev/null)" = zswapd-keeper ]; then
+		kill -KILL "$k" $(pgrep -P "$k" -x zswapd) 2>/dev/null
+	fi
 	[ -s "$TMP/dpid" ] && kill -KILL "$(cat "$TMP/dpid")" 2>/dev/null
 	mountpoint -q "$TMP/tiny" 2>/dev/null && umount "$TMP/tiny"
 	# KEEP_TMP=1: the logs stay, for a look after a failure.
