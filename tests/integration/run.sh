@@ -1688,21 +1688,27 @@ fork_held_start() {
 	"$CTL" restore "$HELD_PID" >/dev/null # the parent's own pages: it reports after zswapd is gone
 }
 
+# child_ended OUT PARENT: waits (10 s) for memtest fork-unclaimed's word of how its
+# child ended ("child: exit N" or "child: signal N") in OUT; a child that hangs is
+# said, with where it waits, and killed.
+child_ended() {
+	local child
+	for _ in $(seq 200); do grep -q "^child: [es]" "$1" && break; sleep 0.05; done
+	grep -q "^child: [es]" "$1" && return 0
+	child=$(pgrep -P "$2" | head -n1)
+	log "the child ($child) hangs"
+	[ -z "$child" ] || grep -H . /proc/"$child"/task/*/wchan >&2 || true
+	pkill -KILL -P "$2" || true
+}
+
 # fork_held_finish: lets the held child go on, lets it read its pages if it ran on,
 # and waits for memtest; a child that does neither within 10 s is killed.  Sets HELD_RC.
 fork_held_finish() {
-	local child
 	timeout 10 sh -c 'echo go >"$1"' _ "$TMP/held.go"
 	for _ in $(seq 200); do grep -q "^child: " "$TMP/held.out" && break; sleep 0.05; done
 	if grep -q "^child: [0-9]" "$TMP/held.out"; then echo read >&3; fi
 	exec 3>&-
-	for _ in $(seq 200); do grep -q "^child: [es]" "$TMP/held.out" && break; sleep 0.05; done
-	if ! grep -q "^child: [es]" "$TMP/held.out"; then
-		child=$(pgrep -P "$HELD_PID" | head -n1)
-		log "the child ($child) hangs"
-		[ -z "$child" ] || grep -H . /proc/"$child"/task/*/wchan >&2 || true
-		pkill -KILL -P "$HELD_PID" || true
-	fi
+	child_ended "$TMP/held.out" "$HELD_PID"
 	HELD_RC=0
 	wait "$HELD_PID" || HELD_RC=$?
 	cat "$TMP/held.out" "$TMP/held.err"
@@ -2472,8 +2478,7 @@ adopt_killed() {
 	[ -n "$child" ] && grep -qx zswap-agent /proc/"$child"/task/*/comm 2>/dev/null && ADOPT_AGENT=1
 	echo read >&3
 	exec 3>&-
-	for _ in $(seq 200); do grep -q "^child: [es]" "$TMP/adopt.out" && break; sleep 0.05; done
-	grep -q "^child: [es]" "$TMP/adopt.out" || { log "the child hangs"; pkill -KILL -P "$pid"; }
+	child_ended "$TMP/adopt.out" "$pid"
 	wait "$pid" || rc=1
 	cat "$TMP/adopt.out" "$TMP/adopt.err"
 	refute grep -q "aborting rather than letting it read zeros" "$TMP/adopt.err"
