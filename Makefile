@@ -24,7 +24,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wformat-security \
 	-Wstrict-prototypes -Wmissing-prototypes -fstack-protector-strong -fno-strict-aliasing \
-	-Iinclude -Idaemon -MMD -MP
+	-Iinclude -Icommon -MMD -MP
 ifneq ($(SANITIZE),)
 override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 override LDFLAGS += -fsanitize=$(SANITIZE)
@@ -42,11 +42,14 @@ else
 Q := @
 endif
 
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# common/ is built into all three; daemon/ keeps its parts in folders
+# (persist/, keeper/), which only the daemon and its tests see.
+COMMON_SRCS := $(wildcard common/*.c)
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) $(COMMON_SRCS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
-SHIM_SRCS := $(wildcard shim/*.c) daemon/proto.c
+SHIM_SRCS := $(wildcard shim/*.c) common/proto.c
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/pic/%.o)
-CLIENT_OBJS := $(BUILD)/client/zswapctl.o $(BUILD)/daemon/proto.o $(BUILD)/daemon/size.o
+CLIENT_OBJS := $(BUILD)/client/zswapctl.o $(BUILD)/common/proto.o $(BUILD)/common/size.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
 ITEST_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/*.c))
 # the bench workload too: the test of a process faulting at full speed runs it
@@ -60,6 +63,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) $(DAEMON_CFLAGS) -c -o $@ $<
+
+# The daemon's own headers are for the daemon and its tests alone.
+$(BUILD)/daemon/%.o $(UNIT_TESTS): override CFLAGS += -Idaemon
 
 # The shim is never built with a sanitizer: it is preloaded into programs that
 # are not (stress-ng, any binary), where a sanitizer runtime cannot come first.
@@ -164,8 +170,8 @@ install: all
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/zswapd.service.in > $(DESTDIR)$(UNITDIR)/zswapd.service
 	install -m 0644 systemd/zswapd.socket $(DESTDIR)$(UNITDIR)/zswapd.socket
 	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
-	install -m 0644 daemon/zswapd.8 client/zswapctl.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 0644 conf/zswapd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/zswapd.8 man/zswapctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/zswapd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 
 # Installs and starts the daemon with the repo's default config: through
 # systemd where it runs the machine, else as a background process.  If the

@@ -18,7 +18,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 static void conn_ready(struct daemon *d, struct watch *w, uint32_t events);
 

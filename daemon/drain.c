@@ -24,7 +24,7 @@
 #include "log.h"
 #include "uffd.h"
 #include "vmscan.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define DRAIN_BATCH_TIMEOUT_USEC (5 * 1000000ull)  /* an agent that long silent is stopped */
 #define DRAIN_TIMEOUT_USEC (60 * 1000000ull)

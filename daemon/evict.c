@@ -47,7 +47,7 @@
 #include "log.h"
 #include "uffd.h"
 #include "vmscan.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define EVICT_COMMIT_SLICE 8	     /* pages committed per loop turn: ~60 us, a fault's wait at most */
 

@@ -28,7 +28,7 @@
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define FAULT_READ_BATCH 32
 

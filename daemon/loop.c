@@ -21,7 +21,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "pool.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define LOOP_MAX_EVENTS 64
 #define LOOP_RETRY_USEC 50 /* an mm change (fork, mremap, our agent's drop) takes microseconds */

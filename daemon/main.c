@@ -24,8 +24,8 @@
 
 #include "comp.h"
 #include "daemon.h"
-#include "fdstore.h"
-#include "keeper.h"
+#include "persist/fdstore.h"
+#include "keeper/keeper.h"
 #include "log.h"
 #include "pool.h"
 

@@ -26,7 +26,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "pool.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define RECOMP_PAGES_PER_TURN 4	  /* ~100 us of zstd */
 #define RECOMP_VISITS_PER_TURN 4096 /* entries looked at: a pointer walk, tens of us */

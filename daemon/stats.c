@@ -10,7 +10,7 @@
 
 #include "daemon.h"
 #include "idx.h"
-#include "journal.h"
+#include "persist/journal.h"
 #include "pool.h"
 #include "swapmap.h"
 

@@ -33,7 +33,7 @@
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 /* What we need from every uffd; THREAD_ID tells our agent's faults apart. */
 #define TARGET_UFFD_FEATURES                                                                  \

@@ -41,7 +41,7 @@
 #include "pool.h"
 #include "swapmap.h"
 #include "uffd.h"
-#include "journal.h"
+#include "persist/journal.h"
 
 #define WB_BLOCK SWAPMAP_BLOCK
 #define WB_QUEUE_DEPTH 64

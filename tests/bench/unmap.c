@@ -41,7 +41,7 @@
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 
-#include "../../daemon/compat.h"
+#include "../../common/compat.h"
 #include "benchtime.h"
 
 #define PG 4096UL

@@ -25,13 +25,13 @@ FUZZ_DIR := $(BUILD)/fuzz
 # -fno-sanitize-recover: a UBSan finding must stop the run like an ASan one,
 # not scroll past as a warning while the target "passes".
 FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Idaemon
+	-std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Icommon -Idaemon
 # Deferred (=), so pkg-config runs only when a fuzzer is built.
 FUZZ_COMP = $(shell pkg-config --cflags --libs lzo2 liblz4 libzstd)
-FUZZ_HDRS := $(wildcard include/*.h daemon/*.h)
+FUZZ_HDRS := $(wildcard include/*.h common/*.h daemon/*.h)
 
-FUZZ_PROTO_SRCS := tests/fuzz/fuzz_proto.c daemon/proto.c
-FUZZ_CFG_SRCS := tests/fuzz/fuzz_cfg.c daemon/cfg.c daemon/comp.c daemon/log.c daemon/size.c
+FUZZ_PROTO_SRCS := tests/fuzz/fuzz_proto.c common/proto.c
+FUZZ_CFG_SRCS := tests/fuzz/fuzz_cfg.c daemon/cfg.c daemon/comp.c daemon/log.c common/size.c
 
 # One over ZS_MSG_MAX, so the oversize check is reachable.  The cfg fuzzer
 # needs lines past CFG_LINE_MAX (4095) to reach the long-line error.
@@ -47,10 +47,10 @@ $(FUZZ_DIR)/fuzz_cfg: $(FUZZ_CFG_SRCS) $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_CFG_SRCS) $(FUZZ_COMP)
 
-$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c daemon/proto.c $(FUZZ_HDRS)
+$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c common/proto.c $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Idaemon -o $@ \
-		tests/fuzz/make_corpus.c daemon/proto.c
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Icommon -Idaemon -o $@ \
+		tests/fuzz/make_corpus.c common/proto.c
 
 fuzz-build: $(FUZZ_DIR)/fuzz_proto $(FUZZ_DIR)/fuzz_cfg
 

@@ -13,7 +13,7 @@
 
 #include "check_run.h"
 #include "idx.h"
-#include "replay.h"
+#include "persist/journal_read.h"
 
 #define JBYTES (64u << 10)
 

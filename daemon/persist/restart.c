@@ -32,7 +32,7 @@
 
 #include "daemon.h"
 #include "journal.h"
-#include "keeper.h"
+#include "keeper/keeper.h"
 #include "log.h"
 
 #define RESTART_QUIET_USEC (10 * 1000000ull)

@@ -41,7 +41,7 @@
 #include "journal.h"
 #include "log.h"
 #include "pool.h"
-#include "replay.h"
+#include "journal_read.h"
 #include "uffd.h"
 
 /* The newest complete journal of those handed back (journal.<gen>). */

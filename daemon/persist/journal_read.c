@@ -19,7 +19,7 @@
 
 #include "idx.h"
 #include "log.h"
-#include "replay.h"
+#include "journal_read.h"
 
 /* A key -> pointer table, open addressing; keys are never 0. */
 
