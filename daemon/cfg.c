@@ -220,7 +220,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * 4% larger (one 4 KiB page at a time on a realistic mix, measured on
 	 * a 2-vCPU KVM guest): the better choice where loads dominate.
 	 */
-	{ "compressor", cfg_parse_comp, CFG_FIELD(compressor), "lzo", 0, 0, "lzo, lz4 or zstd" },
+	{ "compressor", cfg_parse_comp, CFG_FIELD(pool.compressor), "lzo", 0, 0, "lzo, lz4 or zstd" },
 	/*
 	 * What stays in the pool recompress_seconds without being loaded is
 	 * compressed again with the recompressor (recomp.c), paced to ~2.5% of
@@ -228,16 +228,16 @@ static const struct cfg_key cfg_keys[] = {
 	 * 489, and a fault on such a page is as rare as it is cold.  none, or
 	 * the compressor itself, turns it off.
 	 */
-	{ "recompressor", cfg_parse_recomp, CFG_FIELD(recompressor), "zstd", 0, 0,
+	{ "recompressor", cfg_parse_recomp, CFG_FIELD(pool.recompressor), "zstd", 0, 0,
 	  "lzo, lz4, zstd or none" },
-	{ "recompress_seconds", cfg_parse_uint, CFG_FIELD(recompress_seconds), "300", 1, 86400, NULL },
+	{ "recompress_seconds", cfg_parse_uint, CFG_FIELD(pool.recompress_seconds), "300", 1, 86400, NULL },
 	/* 20 and 90: the kernel's zswap defaults, so the two behave alike */
-	{ "max_pool_percent", cfg_parse_uint, CFG_FIELD(max_pool_percent), "20", 0, 100, NULL },
-	{ "max_pool_bytes", cfg_parse_size, CFG_FIELD(max_pool_bytes), "0", 0, 0,
+	{ "max_pool_percent", cfg_parse_uint, CFG_FIELD(pool.max_pool_percent), "20", 0, 100, NULL },
+	{ "max_pool_bytes", cfg_parse_size, CFG_FIELD(pool.max_pool_bytes), "0", 0, 0,
 	  "a size like 0, 4096, 64K, 192M or 1G" },
-	{ "accept_threshold_percent", cfg_parse_uint, CFG_FIELD(accept_threshold_percent), "90", 0,
+	{ "accept_threshold_percent", cfg_parse_uint, CFG_FIELD(pool.accept_threshold_percent), "90", 0,
 	  100, NULL },
-	{ "max_compressed_percent", cfg_parse_uint, CFG_FIELD(max_compressed_percent), "90", 1, 100,
+	{ "max_compressed_percent", cfg_parse_uint, CFG_FIELD(pool.max_compressed_percent), "90", 1, 100,
 	  NULL },
 	/*
 	 * What becomes of a page that compresses worse than that: yes, it goes
@@ -249,7 +249,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * swap file, as kernel zswap since 6.18 stores such pages when
 	 * writeback is on and refuses them when it is off.
 	 */
-	{ "store_incompressible", cfg_parse_auto_bool, CFG_FIELD(store_incompressible), "auto", 0,
+	{ "store_incompressible", cfg_parse_auto_bool, CFG_FIELD(pool.store_incompressible), "auto", 0,
 	  0, "yes, no or auto" },
 	/*
 	 * 256 pages (1 MiB) a round trip: copying and dropping cost about
@@ -257,7 +257,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * pages at a time on a 2-vCPU KVM guest),
 	 * so a 50-65 us daemon<->agent round trip adds about a fifth to a batch.
 	 */
-	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(evict_batch_pages), "256", 1,
+	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(agent.evict_batch_pages), "256", 1,
 	  ZS_STAGING_MAX_SLOTS, NULL },
 	/*
 	 * A fault round trip to a handler asleep on the other vCPU costs 50-65 us
@@ -265,7 +265,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * a fault ping-pong between two processes): faults come in bursts, so
 	 * after serving one, poll 50 us for the next before sleeping again.
 	 */
-	{ "fault_spin_usec", cfg_parse_uint, CFG_FIELD(fault_spin_usec), "50", 0, 10000, NULL },
+	{ "fault_spin_usec", cfg_parse_uint, CFG_FIELD(fault.fault_spin_usec), "50", 0, 10000, NULL },
 	/*
 	 * A thread waiting on a fault sleeps, and its CPU goes idle; waking a
 	 * CPU that halted costs an interrupt, in a VM a trip through the
@@ -273,7 +273,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * 20 us with halting CPUs, 8 us with polling ones.  20 ms bridges the
 	 * gaps of a burst without polling long after it.
 	 */
-	{ "fault_idle_poll_ms", cfg_parse_uint, CFG_FIELD(fault_idle_poll_ms), "20", 0, 1000, NULL },
+	{ "fault_idle_poll_ms", cfg_parse_uint, CFG_FIELD(fault.fault_idle_poll_ms), "20", 0, 1000, NULL },
 	{ "log_level", cfg_parse_log_level, CFG_FIELD(log_level), "info", 0, 0,
 	  "error, warning, info or debug" },
 	{ "mlock", cfg_parse_bool, CFG_FIELD(mlock), "yes", 0, 0, "yes or no" },
@@ -287,7 +287,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * agent_move lost pages".)  A kernel without UFFDIO_MOVE gets
 	 * MADV_DONTNEED whatever this says.  Read when a process registers.
 	 */
-	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent_move), "yes", 0, 0, "yes or no" },
+	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent.agent_move), "yes", 0, 0, "yes or no" },
 	/*
 	 * yes: the agent of a process with one thread of its own runs each
 	 * batch on the CPU that thread last ran on.  Taking a page out of an
@@ -298,7 +298,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * 106-190 against 244-274 us (12 and 6 runs).  Read when a process
 	 * registers.
 	 */
-	{ "agent_follow_app", cfg_parse_bool, CFG_FIELD(agent_follow_app), "yes", 0, 0,
+	{ "agent_follow_app", cfg_parse_bool, CFG_FIELD(agent.agent_follow_app), "yes", 0, 0,
 	  "yes or no" },
 	/*
 	 * yes: a batch of an agent that moves pages out is not write-protected
@@ -309,31 +309,31 @@ static const struct cfg_key cfg_keys[] = {
 	 * runs) against 56.8-66.9k (median 59.0k, 5 runs) with no.  no: every
 	 * batch write-protected as before.  Read at each batch.
 	 */
-	{ "agent_move_first", cfg_parse_bool, CFG_FIELD(agent_move_first), "yes", 0, 0,
+	{ "agent_move_first", cfg_parse_bool, CFG_FIELD(agent.agent_move_first), "yes", 0, 0,
 	  "yes or no" },
 	/* The writeback tier is off until an operator names a file and a size. */
-	{ "swap_file", cfg_parse_path_or_none, CFG_FIELD(swap_file), "none", 0, 0,
+	{ "swap_file", cfg_parse_path_or_none, CFG_FIELD(swap.swap_file), "none", 0, 0,
 	  "an absolute path shorter than 108 bytes, or none" },
-	{ "swap_file_size", cfg_parse_size, CFG_FIELD(swap_file_size), "0", 0, 0,
+	{ "swap_file_size", cfg_parse_size, CFG_FIELD(swap.swap_file_size), "0", 0, 0,
 	  "a size like 4096, 512M or 8G" },
 	/* The kernel's default swap readahead is 8 pages (vm.page-cluster = 3). */
-	{ "readahead_pages", cfg_parse_uint, CFG_FIELD(readahead_pages), "8", 0, 64, NULL },
+	{ "readahead_pages", cfg_parse_uint, CFG_FIELD(swap.readahead_pages), "8", 0, 64, NULL },
 	/*
 	 * The same for the pool (prefetch.h): a window that starts at 4 pages
 	 * and doubles while the process reads through it.  0 = off.
 	 */
-	{ "prefetch_pages", cfg_parse_uint, CFG_FIELD(prefetch_pages), "16", 0, PREFETCH_MAX_PAGES, NULL },
+	{ "prefetch_pages", cfg_parse_uint, CFG_FIELD(fault.prefetch_pages), "16", 0, PREFETCH_MAX_PAGES, NULL },
 	/*
 	 * Refault protection: long enough that a page touched every few seconds
 	 * stays resident, short enough that a phase change is followed.
 	 */
-	{ "hot_window_seconds", cfg_parse_uint, CFG_FIELD(hot_window_seconds), "10", 1, 3600, NULL },
+	{ "hot_window_seconds", cfg_parse_uint, CFG_FIELD(policy.hot_window_seconds), "10", 1, 3600, NULL },
 	/*
 	 * Proactive eviction (proactive.c), on by default as the kernel's
 	 * TMO/Senpai and Google's far memory are: a page not wanted back for
 	 * this long (the cold age; Google's was 120 s) is compressed.  0 = off.
 	 */
-	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(idle_evict_seconds), "120", 0, 86400, NULL },
+	{ "idle_evict_seconds", cfg_parse_uint, CFG_FIELD(policy.idle_evict_seconds), "120", 0, 86400, NULL },
 	/*
 	 * ... while the process's refault rate stays under this many pages per
 	 * minute per 1000 pages of its anonymous memory (Google's target: 0.2%
@@ -341,9 +341,9 @@ static const struct cfg_key cfg_keys[] = {
 	 * each second (1%: a fault served in ~30 us, 330 of them a second).
 	 * Over either, its sweeps come half as often, up to 16 times less.
 	 */
-	{ "proactive_refault_permille", cfg_parse_uint, CFG_FIELD(proactive_refault_permille), "2", 0,
+	{ "proactive_refault_permille", cfg_parse_uint, CFG_FIELD(policy.proactive_refault_permille), "2", 0,
 	  1000, NULL },
-	{ "proactive_stall_permille", cfg_parse_uint, CFG_FIELD(proactive_stall_permille), "10", 0, 1000,
+	{ "proactive_stall_permille", cfg_parse_uint, CFG_FIELD(policy.proactive_stall_permille), "10", 0, 1000,
 	  NULL },
 	/*
 	 * A served process in a memory cgroup with a limit: keep the cgroup's
@@ -352,9 +352,9 @@ static const struct cfg_key cfg_keys[] = {
 	 * can reclaim calls the OOM killer; 10% of 1 GiB is 100 MiB, what a
 	 * process faulting at 1 GB/s adds between two looks (100 ms).
 	 */
-	{ "follow_cgroup_limits", cfg_parse_bool, CFG_FIELD(follow_cgroup_limits), "yes", 0, 0,
+	{ "follow_cgroup_limits", cfg_parse_bool, CFG_FIELD(policy.follow_cgroup_limits), "yes", 0, 0,
 	  "yes or no" },
-	{ "cgroup_headroom_percent", cfg_parse_uint, CFG_FIELD(cgroup_headroom_percent), "10", 1, 50,
+	{ "cgroup_headroom_percent", cfg_parse_uint, CFG_FIELD(policy.cgroup_headroom_percent), "10", 1, 50,
 	  NULL },
 	/*
 	 * Memory pressure, as the kernel's PSI tells it (pressure.c): the host
@@ -367,7 +367,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * OOM killer.  0 = no PSI triggers (v1 cgroups' pressure_level events
 	 * and usage against the limit still act).
 	 */
-	{ "pressure_stall_ms", cfg_parse_uint, CFG_FIELD(pressure_stall_ms), "150", 0, 2000, NULL },
+	{ "pressure_stall_ms", cfg_parse_uint, CFG_FIELD(policy.pressure_stall_ms), "150", 0, 2000, NULL },
 	/*
 	 * A served thread waits on zswapd for each fault, and the kernel's own
 	 * zswap decompresses in the faulting task, at its priority.  At nice 0
@@ -379,14 +379,14 @@ static const struct cfg_key cfg_keys[] = {
 	 * goes.  Set at start, while zswapd still holds CAP_SYS_NICE.
 	 */
 	{ "nice", cfg_parse_nice, CFG_FIELD(nice), "-10", 0, 0, "-20..19" },
-	{ "default_limit_percent", cfg_parse_uint, CFG_FIELD(default_limit_percent), "0", 0, 100, NULL },
+	{ "default_limit_percent", cfg_parse_uint, CFG_FIELD(policy.default_limit_percent), "0", 0, 100, NULL },
 	/*
 	 * Under systemd (or zswapd's keeper) a zswapd that dies keeps every
 	 * evicted page: the pool, the journal of what it holds and the
 	 * processes' descriptors stay in the fd store, and the next zswapd
 	 * serves on (journal.h, recover.c).  Needs NOTIFY_SOCKET; read at start.
 	 */
-	{ "survive_crash", cfg_parse_bool, CFG_FIELD(survive_crash), "yes", 0, 0, "yes or no" },
+	{ "survive_crash", cfg_parse_bool, CFG_FIELD(survive.survive_crash), "yes", 0, 0, "yes or no" },
 	/*
 	 * Meanwhile a process's faults on evicted pages wait.  A zswapd that
 	 * has not come back after this long never will (systemd gave up on
@@ -395,7 +395,7 @@ static const struct cfg_key cfg_keys[] = {
 	 * takes well under a second; a minute covers systemd's RestartSec and
 	 * a slow start under memory pressure.  Read when a process registers.
 	 */
-	{ "reattach_timeout_seconds", cfg_parse_uint, CFG_FIELD(reattach_timeout_seconds), "60", 1,
+	{ "reattach_timeout_seconds", cfg_parse_uint, CFG_FIELD(survive.reattach_timeout_seconds), "60", 1,
 	  86400, NULL },
 };
 
@@ -628,10 +628,10 @@ out:
 
 uint64_t cfg_pool_limit(const struct cfg *c, uint64_t mem_total)
 {
-	uint64_t pct = c->max_pool_percent;
+	uint64_t pct = c->pool.max_pool_percent;
 
-	if (c->max_pool_bytes)
-		return c->max_pool_bytes;
+	if (c->pool.max_pool_bytes)
+		return c->pool.max_pool_bytes;
 	/* mem_total * pct / 100 without overflowing for any mem_total */
 	return mem_total / 100 * pct + mem_total % 100 * pct / 100;
 }

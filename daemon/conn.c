@@ -114,7 +114,7 @@ void conn_close(struct conn *c, const char *why)
 		c->target = NULL;
 		journal_conn_gone(t);
 		t->conn = NULL;
-		t->agent_tid = 0;
+		t->agent.tid = 0;
 		evict_abort(t);
 		reclaim_cancel(t, -ENOTCONN);
 		if (!target_mm_alive(t))
@@ -153,7 +153,7 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 		proto_send_error(c->w.fd, h->seq, -EPERM, "a process can register only itself");
 		return -EPERM;
 	}
-	if (d->stopping) {
+	if (d->stop.active) {
 		ctl_refuse_stopping(c, h->seq);
 		return -ESHUTDOWN;
 	}
@@ -201,15 +201,15 @@ static int conn_agent(struct conn *c, const struct zs_hdr *h)
 	struct target *t = c->target;
 	pid_t tgid;
 
-	if (!t || t->agent_tid)
+	if (!t || t->agent.tid)
 		return -EBADMSG;
 	if (proc_tgid_of((pid_t)a->tid, &tgid) < 0 || tgid != t->pid)
 		return -EPERM;
-	t->nexcl = a->nexcl;
-	memcpy(t->excl, a->excl, a->nexcl * sizeof(a->excl[0]));
-	t->agent_tid = (pid_t)a->tid;
+	t->agent.nexcl = a->nexcl;
+	memcpy(t->agent.excl, a->excl, a->nexcl * sizeof(a->excl[0]));
+	t->agent.tid = (pid_t)a->tid;
 	log_debug("pid %d: agent thread %u ready", (int)t->pid, a->tid);
-	if (t->reclaim && !t->batch)
+	if (t->reclaim && !t->evict.batch)
 		reclaim_progress(t); /* it arrived before the agent did */
 	return 0;
 }

@@ -51,17 +51,17 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		if (proc_status_kb(t->pid, "RssAnon", &kb) == 0)
 			ti->resident_pages = kb * 1024 / ZS_PAGE_SIZE;
 		ti->evicted_pages = target_evicted_pages(t);
-		ti->compressed_bytes = t->compressed_bytes;
-		ti->stores = t->stores;
-		ti->loads = t->loads;
-		ti->invalidates = t->invalidates;
+		ti->compressed_bytes = t->counts.compressed_bytes;
+		ti->stores = t->counts.stores;
+		ti->loads = t->counts.loads;
+		ti->invalidates = t->counts.invalidates;
 		ti->limit_bytes = reclaim_limit_of(t, ti->resident_pages * ZS_PAGE_SIZE);
 		ti->hot_pages = target_hot_pages(t);
-		ti->stall_usec = t->stall_usec;
-		ti->stall_usec_per_min = rate_per_minute(&t->stall_rate);
-		ti->refaults_per_min = rate_per_minute(&t->loads_rate);
-		ti->proactive_backoff = t->proactive_backoff ? t->proactive_backoff : 1;
-		memcpy(ti->cgroup, t->cgroup, sizeof(ti->cgroup) - 1); /* calloc'd: NUL at the end */
+		ti->stall_usec = t->counts.stall_usec;
+		ti->stall_usec_per_min = rate_per_minute(&t->counts.stall_rate);
+		ti->refaults_per_min = rate_per_minute(&t->counts.loads_rate);
+		ti->proactive_backoff = t->proactive.backoff ? t->proactive.backoff : 1;
+		memcpy(ti->cgroup, t->group.cgroup, sizeof(ti->cgroup) - 1); /* calloc'd: NUL at the end */
 		n++;
 	}
 	r = proto_send(c->w.fd, ZS_LIST_REPLY, h->seq, out, n * sizeof(*out), NULL, 0);
@@ -101,10 +101,10 @@ int ctl_refuse_stopping(struct conn *c, uint32_t seq)
 {
 	const struct daemon *d = c->d;
 
-	if (!d->upgrading)
+	if (!d->upgrade.active)
 		return proto_send_error(c->w.fd, seq, -ESHUTDOWN, "zswapd is stopping");
 	return proto_send_error(c->w.fd, seq, -EAGAIN,
-				d->restarting ? "zswapd is restarting, try again" :
+				d->restart.active ? "zswapd is restarting, try again" :
 						"zswapd is upgrading, try again");
 }
 
@@ -116,7 +116,7 @@ static int ctl_reclaim(struct conn *c, const struct zs_hdr *h)
 
 	if (!ctl_find_target(c, h, req->pid, "reclaim", &t))
 		return 0;
-	if (c->d->stopping)
+	if (c->d->stop.active)
 		return ctl_refuse_stopping(c, h->seq);
 	if (t->restore)
 		return proto_send_error(c->w.fd, h->seq, -EBUSY,
@@ -146,14 +146,14 @@ static int ctl_limit(struct conn *c, const struct zs_hdr *h)
 	if (t->restore)
 		return proto_send_error(c->w.fd, h->seq, -EBUSY,
 					"a restore of this process is running (it lifts the limit)");
-	t->limit_bytes = req->bytes;
-	t->limit_set = true;
+	t->limit.bytes = req->bytes;
+	t->limit.set = true;
 	proc_status_kb(t->pid, "RssAnon", &kb);
-	rep.limit_bytes = t->limit_bytes;
+	rep.limit_bytes = t->limit.bytes;
 	rep.resident_bytes = kb * 1024;
 	log_info("pid %d: limit %llu bytes (resident %llu)", (int)t->pid,
-		 (unsigned long long)t->limit_bytes, (unsigned long long)rep.resident_bytes);
-	c->d->last_limit_usec = 0; /* act on it at the end of this turn */
+		 (unsigned long long)t->limit.bytes, (unsigned long long)rep.resident_bytes);
+	c->d->turn.limit_usec = 0; /* act on it at the end of this turn */
 	return proto_send(c->w.fd, ZS_LIMIT_REPLY, h->seq, &rep, sizeof(rep), NULL, 0);
 }
 
@@ -200,7 +200,7 @@ static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 
 	if (!ctl_find_target(c, h, req->pid, "restore", &t))
 		return 0;
-	if (c->d->stopping)
+	if (c->d->stop.active)
 		return ctl_refuse_stopping(c, h->seq);
 	r = restore_start(t, c, h->seq);
 	if (r == -EBUSY)

@@ -232,58 +232,59 @@ struct reclaim {
 	struct zs_reclaim_reply reply;
 };
 
-struct target {
-	struct daemon *d;
-	struct target *next;
-	pid_t pid; /* 0 for a forked child until its first fault names it */
-	uid_t uid; /* owner, for access control: the registering peer's uid */
-	char comm[ZS_COMM_LEN];
-	struct watch uffd_w;
-	struct watch pidfd_w; /* fd -1 until pid is known */
-	struct conn *conn;    /* the shim's connection; NULL if none (yet) */
-	pid_t agent_tid;      /* 0 until ZS_AGENT */
-	uint64_t features;    /* what UFFDIO_API granted */
+/* What the shim's agent thread said, and the staging memfd shared with it. */
+struct target_agent {
+	pid_t tid;	   /* 0 until ZS_AGENT */
 	uint64_t beacon;
-	struct zs_range excl[ZS_AGENT_MAX_EXCL];
+	struct zs_range excl[ZS_AGENT_MAX_EXCL]; /* ranges it asked us never to evict */
 	uint32_t nexcl;
-	struct idx *idx;
 	int staging_fd;
 	uint8_t *staging;
 	uint32_t staging_pages;
 	uint64_t mismoves_seen; /* ZS_STAGING_MISMOVES when the last batch ended */
-	struct batch *batch;
-	struct reclaim *reclaim;
-	struct restore *restore; /* `zswapctl restore` under way (restore.c) */
-	uint64_t scan_cursor; /* the clock hand: next address to consider */
-	uint64_t limit_bytes; /* keep RssAnon at or under this; 0 = no limit */
-	uint64_t last_limit;  /* the limit in force at the last check (reclaim_limit_of) */
-	bool limit_set;	      /* by zswapctl limit (even "none"): default_limit_percent no longer applies */
-	bool limit_unreachable_told; /* logged that its incompressible pages exceed its limit */
-	struct hot hot;       /* pages faulted back lately (hot.h) */
-	struct loadlog loads_log; /* the same pages, in the order they came back */
-	struct prefetch prefetch; /* readahead of its faults from the pool (prefetch.h) */
-	uint64_t sweep_dry_until_ms; /* a sweep found next to nothing cold: the log first until then */
-	uint64_t rss_pages;   /* RssAnon at the last limit check, in pages */
-	uint64_t stores_at_check; /* t->stores then: rss_pages + faults - stores since = now */
-	/* The evictable ranges, read from smaps at most once a second (smaps
-	 * walks every page table: under a limit it cost more than the pagemap
-	 * sweeps).  Dropped when an UNMAP or REMAP event says the layout changed;
-	 * a range mapped meanwhile waits for the next read. */
+};
+
+/* Its limit on resident anonymous memory (reclaim.c). */
+struct target_limit {
+	uint64_t bytes;		/* keep RssAnon at or under this; 0 = no limit */
+	uint64_t last;		/* the limit in force at the last check (reclaim_limit_of) */
+	bool set;		/* by zswapctl limit (even "none"): default_limit_percent no longer applies */
+	bool unreachable_told;	/* logged that its incompressible pages exceed its limit */
+	uint64_t rss_pages;	/* RssAnon at the last check, in pages */
+	uint64_t stores_at_check; /* t->counts.stores then: rss_pages + faults - stores since = now */
+	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
+};
+
+/*
+ * Its evictable ranges, read from smaps at most once a second (smaps walks
+ * every page table: under a limit it cost more than the pagemap sweeps).
+ * Dropped when an UNMAP or REMAP event says the layout changed; a range
+ * mapped meanwhile waits for the next read (evict_pick.c, target.c).
+ */
+struct target_layout {
 	struct vma *vmas;
 	size_t nvmas;
-	uint64_t vmas_usec; /* when checked against maps; 0 = read smaps again */
-	uint64_t smaps_usec; /* when vmas came from smaps */
-	char *maps;	     /* /proc/PID/maps as it was then: unchanged, vmas stand */
+	uint64_t vmas_usec;	/* when checked against maps; 0 = read smaps again */
+	uint64_t smaps_usec;	/* when vmas came from smaps */
+	char *maps;		/* /proc/PID/maps as it was then: unchanged, vmas stand */
 	struct vma *registered; /* ranges we registered, sorted: the layout has not changed since */
 	size_t nregistered, registered_cap;
-	struct pick *pick;  /* a batch being chosen, or NULL */
+};
+
+/* What it has going in the store path (evict*.c). */
+struct target_evict {
+	struct batch *batch;	/* the batch in flight, or NULL */
+	struct pick *pick;	/* a batch being chosen, or NULL */
 	/* Forked while this parent had a batch in flight: until it commits,
 	 * our missing faults may be on its pages in flight, so they wait. */
 	struct target *batch_parent;
-	struct hot poor;      /* pages refused lately for compressing poorly: not worth a retry */
-	uint64_t faults_since_check; /* pages faulted in since RssAnon was last read */
-	struct wb_io *reads;	/* swap file reads under way for our faults */
-	uint64_t last_swapin;	/* address of the last fault served from the swap file */
+	uint64_t scan_cursor;	     /* the clock hand: next address to consider */
+	uint64_t sweep_dry_until_ms; /* a sweep found next to nothing cold: the log first until then */
+	struct hot poor; /* pages refused lately for compressing poorly: not worth a retry */
+};
+
+/* Faults and write-protections that wait for something (fault.c). */
+struct target_waits {
 	struct uffd_msg *retry; /* faults that got EAGAIN (mm changing) */
 	uint32_t nretry, retry_cap;
 	struct uffdio_range *unprotect; /* write-protections to lift that got EAGAIN */
@@ -294,30 +295,76 @@ struct target {
 	struct uffd_msg *throttled;
 	uint32_t nthrottled, throttled_cap;
 	uint64_t throttled_usec; /* when the oldest was held */
-	bool dead;	      /* mm gone: free at the end of this loop turn */
-	bool forked;	      /* born of UFFD_EVENT_FORK: its uffd is ours alone until a shim claims it */
-	bool unclaimed;	      /* no shim claimed it in time: its pages were brought back (restore.c) */
-	bool drained;	      /* stop: every page is back and registrations are gone */
-	/* Crash survival (journal.h): the key naming it in the journal and the
-	 * fd store, and which of its descriptors are there. */
+};
+
+/* Its reads from the swap file (wb.c). */
+struct target_swapin {
+	struct wb_io *reads;   /* under way for our faults */
+	uint64_t last_addr;    /* of the last fault served from the swap file */
+};
+
+/* Crash survival (journal.h): the key naming it in the journal and the
+ * fd store, and which of its descriptors are there. */
+struct target_persist {
 	uint64_t key;
 	bool journaled;
 	uint8_t stored_fds; /* bit JOURNAL_FD_*: in the store */
 	bool ready_unsure;  /* its shim may not have had ZS_READY: sent again after a take-over */
-	/* per-target figures for `zswapctl list` */
+};
+
+/* Its figures for `zswapctl list`. */
+struct target_counts {
 	uint64_t stores, loads, invalidates, compressed_bytes;
 	uint64_t stall_usec; /* its threads waited on faults we served (target_note_stall) */
 	struct rate loads_rate, stall_rate; /* both over the last minute */
 	uint64_t started_usec; /* when it was first served */
-	char cgroup[CGROUP_PATH_MAX]; /* its memory cgroup ("/" the root, "" unknown): groups */
-	uint64_t anon_pages; /* RssAnon at its group's last look (group.c) */
-	bool group_over;     /* a group it is in is over its goal by more than the slack */
-	/* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
-	uint64_t proactive_next_usec, proactive_last_usec;
-	uint32_t proactive_backoff; /* period and window multiplied by this: 1, 2, 4 .. */
-	uint64_t proactive_calm_usec; /* under half the targets since; 0 = not */
-	/* what its commits did, cumulative: bytes stored, pages refused */
-	uint64_t stored_bytes, refused;
+	uint64_t stored_bytes, refused; /* what its commits did: bytes stored, pages refused */
+};
+
+/* Its memory cgroup, for group budgets (group.c). */
+struct target_group {
+	char cgroup[CGROUP_PATH_MAX]; /* "/" the root, "" unknown */
+	uint64_t anon_pages; /* RssAnon at its group's last look */
+	bool over;	     /* a group it is in is over its goal by more than the slack */
+};
+
+/* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
+struct target_proactive {
+	uint64_t next_usec, last_usec;
+	uint32_t backoff;   /* period and window multiplied by this: 1, 2, 4 .. */
+	uint64_t calm_usec; /* under half the targets since; 0 = not */
+};
+
+struct target {
+	struct daemon *d;
+	struct target *next;
+	pid_t pid; /* 0 for a forked child until its first fault names it */
+	uid_t uid; /* owner, for access control: the registering peer's uid */
+	char comm[ZS_COMM_LEN];
+	struct watch uffd_w;
+	struct watch pidfd_w; /* fd -1 until pid is known */
+	struct conn *conn;    /* the shim's connection; NULL if none (yet) */
+	uint64_t features;    /* what UFFDIO_API granted */
+	struct idx *idx;      /* page -> entry, of its evicted pages */
+	struct reclaim *reclaim;
+	struct restore *restore; /* `zswapctl restore` under way (restore.c) */
+	struct hot hot;       /* pages faulted back lately (hot.h) */
+	struct loadlog loads_log; /* the same pages, in the order they came back */
+	struct prefetch prefetch; /* readahead of its faults from the pool (prefetch.h) */
+	bool dead;	      /* mm gone: free at the end of this loop turn */
+	bool forked;	      /* born of UFFD_EVENT_FORK: its uffd is ours alone until a shim claims it */
+	bool unclaimed;	      /* no shim claimed it in time: its pages were brought back (restore.c) */
+	bool drained;	      /* stop: every page is back and registrations are gone */
+	struct target_agent agent;
+	struct target_limit limit;
+	struct target_layout layout;
+	struct target_evict evict;
+	struct target_waits waits;
+	struct target_swapin swapin;
+	struct target_persist persist;
+	struct target_counts counts;
+	struct target_group group;
+	struct target_proactive proactive;
 };
 
 /* Processes held under one budget: all, or a cgroup's (group.c). */
@@ -337,6 +384,106 @@ struct group {
 	struct watch pressure_w; /* fd -1: no pressure events */
 };
 
+/* The pool's bound (entry.c). */
+struct daemon_pool_limit {
+	uint64_t bytes;
+	bool full; /* hysteresis: set at the limit, cleared under accept_threshold */
+};
+
+/* One page and more of scratch, the daemon's own, for loads and stores. */
+struct daemon_bufs {
+	uint8_t *page;	   /* one page, for loads */
+	uint8_t *prefetch; /* PREFETCH_MAX_PAGES: a window decompressed */
+	uint8_t *comp;	   /* COMP_BOUND bytes, for stores */
+};
+
+/* The recompressor (recomp.c): what stays cold, compressed again. */
+struct daemon_recomp {
+	struct comp *comp; /* NULL if none */
+	uint64_t walk_usec, turn_usec;
+};
+
+/* Stopping (drain.c): SIGTERM or SIGINT. */
+struct daemon_stop {
+	bool active;
+	uint64_t usec; /* when it began */
+	int exit_code;
+};
+
+/* What systemd gave and asks (notify.c). */
+struct daemon_systemd {
+	bool socket_activated; /* the listening socket came from systemd: not ours to unlink */
+	bool notify;	       /* NOTIFY_SOCKET was set */
+	uint64_t watchdog_usec; /* 0 = no watchdog */
+};
+
+/* The loop's own clocks and compaction's pacing (loop.c). */
+struct daemon_turn {
+	uint64_t housekeeping_usec; /* the last once-a-second work */
+	uint64_t limit_usec;	    /* the last check of limits */
+	uint64_t spin_mark;	    /* faults served when the loop last polled */
+	uint64_t compact_check_usec; /* loop_compact(): nothing to do before then */
+	bool compact_wanted;	     /* the pool's holes are worth closing */
+	uint64_t compact_faults_mark; /* faults served when loop_compact() last looked */
+	uint64_t compact_quiet_usec; /* no fault since then: compaction may run */
+	uint64_t compact_step_usec;  /* its last step */
+	/* A handed-over pool's pages, locked again a few MiB a turn. */
+	bool pool_locking;
+	uint32_t pool_lock_cursor;
+	uint64_t pool_lock_usec; /* when it began */
+};
+
+/* Idle CPUs held polling through bursts (idlepoll.h, idlepoll_qos.c). */
+struct daemon_idlepoll {
+	struct idlepoll burst;
+	int fd; /* /dev/cpu_dma_latency, -1: none */
+};
+
+/* Group budgets (group.c). */
+struct daemon_groups {
+	struct group *list;
+	bool cgroups_changed; /* a process was named: group_refresh() before the next second */
+};
+
+/* The host's memory pressure (pressure.c). */
+struct daemon_pressure {
+	struct watch w; /* the host's PSI trigger, fd -1 if none */
+	uint64_t until_usec;
+	bool told;
+};
+
+/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
+struct daemon_upgrade {
+	bool active; /* quiescing for it: stop.active is set too */
+	/* Before that, the new binary asked what it reads (upgrade.c), serving all along. */
+	struct watch check_w; /* its stdout; fd -1 when no check runs */
+	pid_t check_pid;
+	uint64_t check_usec; /* when it began */
+	char check_out[128];
+	size_t check_n;
+	char **argv;	     /* as we were started: the new binary gets the same */
+	char exe_path[4096]; /* the binary we were started from, exec'd by an upgrade */
+	int handover_fd;     /* the image we were started with, -1 if none */
+	int kept_swap_fd;    /* the swap file's descriptor, from that image; -1 */
+};
+
+/* A restart that hands over through the fd store (restart.c). */
+struct daemon_restart {
+	bool active;	  /* quiescing for it: upgrade.active too */
+	bool by_systemd;  /* its restart job asked for it: asked again before we go */
+};
+
+/* Crash survival: the journal and the fd store (journal.h, fdstore.h). */
+struct daemon_persist {
+	struct journal *journal;   /* NULL: not kept (no store, or turned off) */
+	bool fdstore;		   /* NOTIFY_SOCKET names a store that keeps descriptors */
+	struct fdstore_fd *handed; /* what the store gave us at start, until taken */
+	size_t nhanded;
+	uint64_t handles_gen;	   /* the pool's handle table is in the store as handles.<this> */
+	uint64_t next_key;	   /* targets' keys */
+	struct recovery *recovery; /* a start after a crash, from prepare to load (recover.c) */
+};
+
 struct daemon {
 	struct cfg cfg;
 	struct cfg file_cfg; /* what the config file said, before command-line overrides */
@@ -346,68 +493,26 @@ struct daemon {
 	struct watch signal_w;
 	int devuffd_fd; /* /dev/userfaultfd, handed to every shim */
 	struct comp *comp;
-	struct comp *recomp; /* the recompressor, NULL if none (recomp.c) */
-	uint64_t recomp_walk_usec, recomp_turn_usec;
 	struct pool *pool;
 	struct wb *wb;	/* the writeback tier, NULL if none */
 	struct swapmap *swapmap; /* its blocks in use (wb.c makes it), NULL if none */
 	struct entry_lru lru[ENTRY_LRU_N]; /* pool entries by kind, oldest stored first (entry.c) */
-	uint64_t pool_limit;	/* bytes */
-	bool pool_full;		/* hysteresis: set at the limit, cleared under accept_threshold */
-	uint8_t *page_buf;	/* one page of scratch for loads */
-	uint8_t *prefetch_buf;	/* PREFETCH_MAX_PAGES of scratch: a window decompressed */
-	uint8_t *comp_buf;	/* COMP_BOUND bytes of scratch for stores */
 	struct conn *conns;
 	struct target *targets;
 	struct stats st;
 	uint64_t next_batch_id;
-	bool stopping;
-	uint64_t stop_usec;
-	bool socket_activated; /* the listening socket came from systemd: not ours to unlink */
-	bool sd_notify;		/* NOTIFY_SOCKET was set */
-	uint64_t watchdog_usec; /* 0 = no watchdog */
-	uint64_t last_housekeeping_usec;
-	uint64_t next_compact_check_usec; /* loop_compact(): nothing to do before then */
-	bool compact_wanted; /* the pool's holes are worth closing (loop_compact()) */
-	uint64_t compact_faults_mark; /* faults served when loop_compact() last looked */
-	uint64_t compact_quiet_usec; /* no fault since then: compaction may run */
-	uint64_t compact_step_usec; /* its last step */
-	uint64_t spin_mark; /* faults served when the loop last polled */
-	struct idlepoll idlepoll;      /* idle CPUs held polling through bursts (idlepoll.h) */
-	int idlepoll_fd;	       /* /dev/cpu_dma_latency, -1: none */
-	uint64_t last_limit_usec;
-	struct group *groups;
-	bool cgroups_changed; /* a process was named: group_refresh() before the next second */
-	struct watch pressure_w; /* the host's PSI trigger, fd -1 if none */
-	uint64_t pressure_until_usec;
-	bool pressure_told;
-	int exit_code;
-	/* An in-place upgrade (upgrade.c, handover_save.c, handover_load.c). */
-	bool upgrading;	      /* quiescing for it: stopping is set too */
-	bool restarting;      /* quiescing to hand over through the fd store (restart.c): upgrading too */
-	bool restart_by_systemd; /* its restart job asked for it: asked again before we go */
-	/* Before that, the new binary asked what it reads (upgrade.c), serving all along. */
-	struct watch upgrade_check_w; /* its stdout; fd -1 when no check runs */
-	pid_t upgrade_check_pid;
-	uint64_t upgrade_check_usec; /* when it began */
-	char upgrade_check_out[128];
-	size_t upgrade_check_n;
-	char **argv;	      /* as we were started: the new binary gets the same */
-	char exe_path[4096];  /* the binary we were started from, exec'd by an upgrade */
-	int handover_fd;      /* the image we were started with, -1 if none */
-	int kept_swap_fd;     /* the swap file's descriptor, from that image; -1 */
-	/* Crash survival: the journal and the fd store (journal.h, fdstore.h). */
-	struct journal *journal; /* NULL: not kept (no store, or turned off) */
-	bool fdstore;		 /* NOTIFY_SOCKET names a store that keeps descriptors */
-	struct fdstore_fd *handed; /* what the store gave us at start, until taken */
-	size_t nhanded;
-	uint64_t handles_gen;	 /* the pool's handle table is in the store as handles.<this> */
-	uint64_t next_key;	 /* targets' keys */
-	struct recovery *recovery; /* a start after a crash, from prepare to load (recover.c) */
-	/* The handed-over pool's pages, locked again a few MiB a turn (loop.c). */
-	bool pool_locking;
-	uint32_t pool_lock_cursor;
-	uint64_t pool_lock_usec; /* when it began */
+	struct daemon_pool_limit pool_limit;
+	struct daemon_bufs buf;
+	struct daemon_recomp recomp;
+	struct daemon_stop stop;
+	struct daemon_systemd sd;
+	struct daemon_turn turn;
+	struct daemon_idlepoll idlepoll;
+	struct daemon_groups groups;
+	struct daemon_pressure pressure;
+	struct daemon_upgrade upgrade;
+	struct daemon_restart restart;
+	struct daemon_persist persist;
 };
 
 

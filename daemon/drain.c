@@ -33,10 +33,10 @@ void drain_begin(struct daemon *d)
 {
 	uint64_t pages = 0;
 
-	if (d->stopping)
+	if (d->stop.active)
 		return;
-	d->stopping = true;
-	d->stop_usec = now_usec();
+	d->stop.active = true;
+	d->stop.usec = now_usec();
 	if (d->listen_w.fd >= 0) {
 		watch_del(d->epfd, &d->listen_w);
 		close(d->listen_w.fd);
@@ -49,7 +49,7 @@ void drain_begin(struct daemon *d)
 	}
 	log_info("stopping: faulting %llu pages back into their processes",
 		 (unsigned long long)pages);
-	if (d->sd_notify)
+	if (d->sd.notify)
 		sd_notify(0, "STOPPING=1");
 	notify_status(d);
 }
@@ -63,9 +63,9 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 
 	if (e->where == ENTRY_ON_DISK) {
 		/* Stopping: a blocking read is fine, and simpler than waiting. */
-		r = wb_load_sync(t->d, e, t->d->page_buf);
+		r = wb_load_sync(t->d, e, t->d->buf.page);
 		if (r == 0)
-			r = uffd_copy(t->uffd_w.fd, addr, t->d->page_buf, true);
+			r = uffd_copy(t->uffd_w.fd, addr, t->d->buf.page, true);
 		if (r == -EAGAIN)
 			return r;
 		if (r < 0 && r != -EEXIST && r != -ENOENT) {
@@ -74,7 +74,7 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 					(int)t->pid, (unsigned long long)addr);
 			journal_unlink(t, addr);
 			idx_erase(t->idx, pgno);
-			t->compressed_bytes -= e->len;
+			t->counts.compressed_bytes -= e->len;
 			entry_put(t->d, e);
 		} else {
 			target_page_loaded(t, addr, e);
@@ -91,7 +91,7 @@ static int drain_one(uint64_t pgno, void *val, void *arg)
 		journal_unlink(t, addr);
 		e = idx_erase(t->idx, pgno);
 
-		t->compressed_bytes -= e->len;
+		t->counts.compressed_bytes -= e->len;
 		entry_put(t->d, e);
 	}
 	return 0;
@@ -127,14 +127,14 @@ static void drain_unregister(struct target *t)
  */
 static int drain_mark_beacon(struct target *t)
 {
-	uint8_t *page = t->d->page_buf;
+	uint8_t *page = t->d->buf.page;
 	int r;
 
-	if (!t->beacon)
+	if (!t->agent.beacon)
 		return 0;
 	memset(page, 0, ZS_PAGE_SIZE);
 	memcpy(page, ZS_BEACON_DRAINED, sizeof(ZS_BEACON_DRAINED));
-	r = uffd_copy(t->uffd_w.fd, t->beacon, page, true);
+	r = uffd_copy(t->uffd_w.fd, t->agent.beacon, page, true);
 	return r == -EAGAIN ? r : 0; /* present already (EEXIST), or the mm is gone */
 }
 
@@ -143,15 +143,15 @@ static bool drain_target(struct target *t, uint64_t now)
 {
 	if (t->dead || t->drained)
 		return true;
-	if (t->batch) {
-		if (now - t->batch->started_usec < DRAIN_BATCH_TIMEOUT_USEC)
+	if (t->evict.batch) {
+		if (now - t->evict.batch->started_usec < DRAIN_BATCH_TIMEOUT_USEC)
 			return false;
 		log_warning("pid %d: agent silent for %llus, putting its batch back", (int)t->pid,
 			    (unsigned long long)(DRAIN_BATCH_TIMEOUT_USEC / 1000000));
 		evict_abort(t);
 	}
-	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->nretry ||
-	    t->nthrottled)
+	if (idx_walk(t->idx, 0, IDX_PGNO_MAX, drain_one, t) < 0 || idx_count(t->idx) || t->waits.nretry ||
+	    t->waits.nthrottled)
 		return false;
 	if (drain_mark_beacon(t) == -EAGAIN)
 		return false;
@@ -180,10 +180,10 @@ bool drain_step(struct daemon *d)
 		log_info("stopped: every page is back (%llu loads)", (unsigned long long)d->st.loads);
 		return true;
 	}
-	if (now - d->stop_usec > DRAIN_TIMEOUT_USEC) {
+	if (now - d->stop.usec > DRAIN_TIMEOUT_USEC) {
 		log_error("gave up draining after %llus with %llu pages still evicted",
 			  (unsigned long long)(DRAIN_TIMEOUT_USEC / 1000000), (unsigned long long)left);
-		d->exit_code = 1;
+		d->stop.exit_code = 1;
 		return true;
 	}
 	return false;

@@ -40,9 +40,9 @@ uint64_t entry_pool_size(struct daemon *d)
 {
 	uint64_t total = pool_total_size(d->pool);
 
-	if (d->pool_limit &&
-	    (total + ZS_PAGE_SIZE > d->pool_limit ||
-	     total * 100 > d->pool_limit * d->cfg.accept_threshold_percent) &&
+	if (d->pool_limit.bytes &&
+	    (total + ZS_PAGE_SIZE > d->pool_limit.bytes ||
+	     total * 100 > d->pool_limit.bytes * d->cfg.pool.accept_threshold_percent) &&
 	    pool_drop_cache(d->pool))
 		total = pool_total_size(d->pool);
 	return total;
@@ -52,15 +52,15 @@ static bool entry_pool_has_room(struct daemon *d, size_t len)
 {
 	uint64_t total = entry_pool_size(d);
 
-	if (d->pool_limit == 0)
+	if (d->pool_limit.bytes == 0)
 		return true;
-	if (d->pool_full) {
-		if (total * 100 > d->pool_limit * d->cfg.accept_threshold_percent)
+	if (d->pool_limit.full) {
+		if (total * 100 > d->pool_limit.bytes * d->cfg.pool.accept_threshold_percent)
 			return false;
-		d->pool_full = false;
+		d->pool_limit.full = false;
 	}
-	if (total + len > d->pool_limit) {
-		d->pool_full = true;
+	if (total + len > d->pool_limit.bytes) {
+		d->pool_limit.full = true;
 		return false;
 	}
 	return true;
@@ -72,9 +72,9 @@ static bool entry_pool_has_room(struct daemon *d, size_t len)
  */
 bool entry_stores_incompressible(const struct daemon *d)
 {
-	if (d->cfg.store_incompressible == CFG_AUTO)
+	if (d->cfg.pool.store_incompressible == CFG_AUTO)
 		return d->wb != NULL;
-	return d->cfg.store_incompressible == CFG_YES;
+	return d->cfg.pool.store_incompressible == CFG_YES;
 }
 
 /*
@@ -84,7 +84,7 @@ bool entry_stores_incompressible(const struct daemon *d)
 int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 {
 	struct entry *e;
-	const void *src = d->comp_buf;
+	const void *src = d->buf.comp;
 	uint64_t word, handle;
 	int len, r;
 
@@ -101,14 +101,14 @@ int entry_store(struct daemon *d, const void *page, struct entry **ret_entry)
 		goto stored;
 	}
 
-	len = comp_compress(d->comp, page, d->comp_buf, COMP_BOUND);
+	len = comp_compress(d->comp, page, d->buf.comp, COMP_BOUND);
 	if (len < 0) {
 		r = len;
 		d->st.reject_alloc_fail++;
 		goto fail;
 	}
 	if ((unsigned)len >= ZS_PAGE_SIZE ||
-	    (unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.max_compressed_percent) {
+	    (unsigned)len * 100 > ZS_PAGE_SIZE * d->cfg.pool.max_compressed_percent) {
 		if (!entry_stores_incompressible(d)) {
 			r = -E2BIG;
 			d->st.reject_compress_poor++;
@@ -239,7 +239,7 @@ int entry_unpack(struct daemon *d, const struct entry *e, const void *obj, void 
 		memcpy(page, obj, ZS_PAGE_SIZE);
 		return 0;
 	}
-	return comp_decompress(e->recomp & ENTRY_RECOMP_DONE ? d->recomp : d->comp, obj, e->len,
+	return comp_decompress(e->recomp & ENTRY_RECOMP_DONE ? d->recomp.comp : d->comp, obj, e->len,
 			       page);
 }
 

@@ -104,10 +104,10 @@ static struct batch *evict_batch_alloc(struct target *t, size_t nruns)
 	if (!b)
 		return NULL;
 	b->runs = calloc(nruns, sizeof(*b->runs));
-	b->dead = calloc(t->staging_pages, 1);
-	b->restored = calloc(t->staging_pages, 1);
-	b->committed = calloc(t->staging_pages, 1);
-	b->writer = calloc(t->staging_pages, 1);
+	b->dead = calloc(t->agent.staging_pages, 1);
+	b->restored = calloc(t->agent.staging_pages, 1);
+	b->committed = calloc(t->agent.staging_pages, 1);
+	b->writer = calloc(t->agent.staging_pages, 1);
 	if (!b->runs || !b->dead || !b->restored || !b->committed || !b->writer) {
 		batch_free(b);
 		return NULL;
@@ -123,12 +123,12 @@ static struct batch *evict_batch_new(struct target *t, size_t nruns)
 	if (!b)
 		return NULL;
 	b->id = ++t->d->next_batch_id;
-	b->move_first = t->d->cfg.agent_move_first && target_scratch(t, NULL) != 0;
+	b->move_first = t->d->cfg.agent.agent_move_first && target_scratch(t, NULL) != 0;
 	if (b->move_first) {
 		/* Before the check below that the pages are this process's
 		 * alone: a fork begun after it may share them (the agent then
 		 * unshares none), one under way may too. */
-		volatile uint32_t *gate = ZS_STAGING_FORK_GATE(t->staging, t->staging_pages);
+		volatile uint32_t *gate = ZS_STAGING_FORK_GATE(t->agent.staging, t->agent.staging_pages);
 
 		__atomic_store_n(&gate[3], __atomic_load_n(&gate[2], __ATOMIC_SEQ_CST),
 				 __ATOMIC_SEQ_CST);
@@ -146,9 +146,9 @@ static int evict_lock_run(struct target *t, const struct batch *b, const struct 
 	r = target_register(t, run->reg_start, run->reg_end);
 	if (r == 0 && !b->move_first)
 		r = uffd_writeprotect(t->uffd_w.fd, run->addr, len, true);
-	if (r == -ENOENT && t->nregistered) {
+	if (r == -ENOENT && t->layout.nregistered) {
 		/* unregistered without an event we know of: register again */
-		t->nregistered = 0;
+		t->layout.nregistered = 0;
 		r = target_register(t, run->reg_start, run->reg_end);
 		if (r == 0 && !b->move_first)
 			r = uffd_writeprotect(t->uffd_w.fd, run->addr, len, true);
@@ -184,7 +184,7 @@ static int evict_prepare_run(struct target *t, struct batch *b, const struct vms
 	 * event, and the agent would fault on it.  Now that the run is
 	 * protected and registered (a later discard is an event), keep it
 	 * up to its first page that is no longer evictable. */
-	kept = vmscan_evictable_prefix(t->pick->pagemap_fd, run->addr, run->npages);
+	kept = vmscan_evictable_prefix(t->evict.pick->pagemap_fd, run->addr, run->npages);
 	if (kept < run->npages && !b->move_first)
 		target_unprotect(t, run->addr + ((uint64_t)kept << ZS_PAGE_SHIFT),
 				 (uint64_t)(run->npages - kept) << ZS_PAGE_SHIFT);
@@ -201,12 +201,12 @@ static int evict_launch(struct target *t, struct batch *b)
 {
 	int r;
 
-	memset((void *)ZS_STAGING_VETO(t->staging, t->staging_pages), 0, t->staging_pages);
-	memset((void *)ZS_STAGING_DROPS(t->staging, t->staging_pages), 0,
-	       t->staging_pages * sizeof(uint16_t));
-	memset((void *)ZS_STAGING_COPIED(t->staging, t->staging_pages), 0,
+	memset((void *)ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages), 0, t->agent.staging_pages);
+	memset((void *)ZS_STAGING_DROPS(t->agent.staging, t->agent.staging_pages), 0,
+	       t->agent.staging_pages * sizeof(uint16_t));
+	memset((void *)ZS_STAGING_COPIED(t->agent.staging, t->agent.staging_pages), 0,
 	       ZS_STAGING_MAX_SLOTS / 8);
-	t->batch = b;
+	t->evict.batch = b;
 	/* Recorded before the agent can take a page: a zswapd that dies
 	 * with the batch out finds its pages to put back (recover.c). */
 	journal_batch(t, b, (b->move_first ? ZS_EVICT_MOVE_FIRST : 0) |
@@ -214,7 +214,7 @@ static int evict_launch(struct target *t, struct batch *b)
 	r = evict_send(t, b);
 	if (r < 0) {
 		journal_batch_end(t, b);
-		t->batch = NULL;
+		t->evict.batch = NULL;
 		for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
 			target_unprotect(t, b->runs[i].addr,
 					 (uint64_t)b->runs[i].npages << ZS_PAGE_SHIFT);
@@ -245,7 +245,7 @@ int evict_start(struct target *t)
 	uint32_t slot = 0, dups;
 	int r;
 
-	if (t->batch || !t->conn || !t->agent_tid || t->dead || t->d->stopping)
+	if (t->evict.batch || !t->conn || !t->agent.tid || t->dead || t->d->stop.active)
 		return -EBUSY;
 	r = evict_pick(t);
 	if (r <= 0) {
@@ -253,8 +253,8 @@ int evict_start(struct target *t)
 			evict_pick_free(t);
 		return r < 0 ? r : EVICT_PICKING;
 	}
-	runs = t->pick->runs;
-	res = t->pick->res;
+	runs = t->evict.pick->runs;
+	res = t->evict.pick->res;
 	dups = vmscan_runs_dedup(runs, &res.nruns);
 	if (dups) {
 		/* The log pass took a page this pick's sweep took too (see
@@ -264,7 +264,7 @@ int evict_start(struct target *t)
 		res.npages -= dups;
 	}
 	log_debug("pid %d: picked %u pages in %zu runs in %llu us", (int)t->pid, res.npages,
-		  res.nruns, (unsigned long long)(now_usec() - t->pick->started_usec));
+		  res.nruns, (unsigned long long)(now_usec() - t->evict.pick->started_usec));
 	if (res.npages == 0)
 		goto out;
 
@@ -367,7 +367,7 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 	r = entry_store(t->d, page, &e);
 	if (r < 0)
 		return r;
-	e->stored_at = (uint32_t)t->stores;
+	e->stored_at = (uint32_t)t->counts.stores;
 	/* An agent that does not mark what it takes out (a shim from before
 	 * markers): marked here, before the journal says the page is out. */
 	if (target_marks(t) && !target_agent_marks(t)) {
@@ -395,8 +395,8 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 		return r;
 	}
 	journal_store(t, addr, e);
-	t->stores++;
-	t->stored_bytes += e->len;
+	t->counts.stores++;
+	t->counts.stored_bytes += e->len;
 	return 0;
 }
 
@@ -404,13 +404,13 @@ static int evict_commit_page(struct target *t, struct batch *b, uint64_t addr, c
 void evict_forget_child(struct daemon *d, struct target *child)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
-		struct batch *b = t->batch;
+		struct batch *b = t->evict.batch;
 
 		for (uint32_t f = 0; b && f < b->nforks; f++)
 			if (b->forks[f] == child)
 				b->forks[f] = b->forks[--b->nforks];
 	}
-	child->batch_parent = NULL;
+	child->evict.batch_parent = NULL;
 }
 
 /*
@@ -420,16 +420,16 @@ void evict_forget_child(struct daemon *d, struct target *child)
  */
 static void evict_note_mismoves(struct target *t)
 {
-	uint64_t now = __atomic_load_n(ZS_STAGING_MISMOVES(t->staging, t->staging_pages),
+	uint64_t now = __atomic_load_n(ZS_STAGING_MISMOVES(t->agent.staging, t->agent.staging_pages),
 				       __ATOMIC_RELAXED);
 
-	if (now == t->mismoves_seen)
+	if (now == t->agent.mismoves_seen)
 		return;
-	if (!t->mismoves_seen)
+	if (!t->agent.mismoves_seen)
 		log_warning("pid %d: UFFDIO_MOVE reported a page not moved that it had moved; "
 			    "the agent took it as moved (agent_move_misreports)", (int)t->pid);
-	t->d->st.agent_move_misreports += now - t->mismoves_seen;
-	t->mismoves_seen = now;
+	t->d->st.agent_move_misreports += now - t->agent.mismoves_seen;
+	t->agent.mismoves_seen = now;
 }
 
 /*
@@ -441,7 +441,7 @@ static void evict_unprotect_run(struct target *t, const struct batch_run *run)
 {
 	uint64_t start = run->addr, end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
 
-	if (!t->d->journal) {
+	if (!t->d->persist.journal) {
 		target_unprotect(t, start, end - start);
 		return;
 	}
@@ -463,10 +463,10 @@ static void evict_finish(struct target *t, struct batch *b)
 	journal_batch_end(t, b);
 	evict_note_mismoves(t);
 	for (uint32_t f = 0; f < b->nforks; f++)
-		b->forks[f]->batch_parent = NULL;
+		b->forks[f]->evict.batch_parent = NULL;
 	for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)
 		evict_unprotect_run(t, &b->runs[i]);
-	t->batch = NULL;
+	t->evict.batch = NULL;
 	for (uint32_t i = 0; i < b->ndeferred && !t->dead; i++) {
 		const struct uffd_msg *m = &b->deferred[i];
 		uint64_t addr = m->arg.pagefault.address & ~(uint64_t)(ZS_PAGE_SIZE - 1);
@@ -483,7 +483,7 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 			     uint32_t k)
 {
 	uint32_t slot = run->slot + k;
-	const uint8_t *page = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+	const uint8_t *page = t->agent.staging + ((size_t)slot << ZS_PAGE_SHIFT);
 	uint64_t addr = evict_translate(b, run->addr + ((uint64_t)k << ZS_PAGE_SHIFT));
 	int r;
 
@@ -506,7 +506,7 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 			return;
 		}
 	}
-	if (b->dead[slot] || (ZS_STAGING_VETO(t->staging, t->staging_pages)[slot] &&
+	if (b->dead[slot] || (ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[slot] &&
 			      b->writer[slot] != BATCH_WRITER_LET_THROUGH))
 		return; /* discarded by the app (zeros), or never dropped */
 	if (b->move_first && !evict_slot_copied(t, slot)) {
@@ -522,7 +522,7 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 	if (r < 0) {
 		if (r == -E2BIG)
 			target_note_poor(t, addr);
-		t->refused++;
+		t->counts.refused++;
 		evict_refuse(t, b, addr, page);
 	}
 }
@@ -537,7 +537,7 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
  */
 static void evict_commit_some(struct target *t)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 	uint32_t budget = EVICT_COMMIT_SLICE;
 
 	for (; b->commit_run < b->nruns; b->commit_run++, b->commit_page = 0) {
@@ -564,7 +564,7 @@ static void evict_commit_some(struct target *t)
 
 int evict_done(struct target *t, const struct zs_evict_done *done)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (!b || b->dropped || done->batch != b->id || done->nruns != b->nruns)
 		return -EBADMSG;
@@ -589,7 +589,7 @@ int evict_done(struct target *t, const struct zs_evict_done *done)
 /* The agent is done with t's batch, and the commit is under way. */
 static bool evict_target_committing(const struct target *t)
 {
-	return !t->dead && t->batch && t->batch->dropped;
+	return !t->dead && t->evict.batch && t->evict.batch->dropped;
 }
 
 bool evict_committing(const struct daemon *d)
@@ -603,7 +603,7 @@ bool evict_committing(const struct daemon *d)
 /* A batch of the zswapd that died whose agent never answers: stopped, or its answer died with it. */
 static void evict_recovered_timeout(struct target *t)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (!b || !b->recovered || b->dropped || t->dead ||
 	    now_usec() - b->started_usec < EVICT_RECOVER_WAIT_USEC)
@@ -634,7 +634,7 @@ void evict_commit_all(struct daemon *d)
  */
 void evict_abort(struct target *t)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (!b)
 		return;
@@ -643,8 +643,8 @@ void evict_abort(struct target *t)
 	 * and take out the pages put back here, with whatever the app wrote
 	 * to them since: every page vetoed, it leaves them, or moves them
 	 * back (agent.c).  A MADV_DONTNEED agent checks only before a drop. */
-	for (uint32_t i = 0; i < t->staging_pages; i++)
-		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[i], 1,
+	for (uint32_t i = 0; i < t->agent.staging_pages; i++)
+		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[i], 1,
 				 __ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		struct batch_run *run = &b->runs[i];
@@ -679,11 +679,11 @@ int evict_recover(struct target *t, const struct evict_recovered *rb)
 {
 	struct batch *b;
 
-	if (!t->staging || !rb->nruns || rb->nforks > BATCH_MAX_FORKS)
+	if (!t->agent.staging || !rb->nruns || rb->nforks > BATCH_MAX_FORKS)
 		return -EPROTO;
 	for (uint32_t i = 0; i < rb->nruns; i++)
-		if (!rb->runs[i].npages || rb->runs[i].slot > t->staging_pages ||
-		    rb->runs[i].npages > t->staging_pages - rb->runs[i].slot)
+		if (!rb->runs[i].npages || rb->runs[i].slot > t->agent.staging_pages ||
+		    rb->runs[i].npages > t->agent.staging_pages - rb->runs[i].slot)
 			return -EPROTO;
 	b = evict_batch_alloc(t, rb->nruns);
 	if (!b)
@@ -707,12 +707,12 @@ int evict_recover(struct target *t, const struct evict_recovered *rb)
 	}
 	for (uint32_t f = 0; f < rb->nforks; f++) {
 		b->forks[b->nforks++] = rb->forks[f];
-		rb->forks[f]->batch_parent = t;
+		rb->forks[f]->evict.batch_parent = t;
 	}
-	t->batch = b;
+	t->evict.batch = b;
 	/* The agent, if still at it, takes no more and moves back what it takes. */
-	for (uint32_t i = 0; i < t->staging_pages; i++)
-		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[i], 1,
+	for (uint32_t i = 0; i < t->agent.staging_pages; i++)
+		__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[i], 1,
 				 __ATOMIC_SEQ_CST);
 	if (rb->done)
 		evict_abort(t);

@@ -79,7 +79,7 @@ static bool batch_untranslate(const struct batch *b, uint64_t *addr)
  */
 bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 {
-	const struct batch *b = t->batch;
+	const struct batch *b = t->evict.batch;
 
 	if (!b || !batch_untranslate(b, &addr))
 		return false;
@@ -101,12 +101,12 @@ bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
  */
 bool evict_in_staging(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 {
-	return evict_in_flight(t, addr, ret_slot) && !t->batch->committed[*ret_slot];
+	return evict_in_flight(t, addr, ret_slot) && !t->evict.batch->committed[*ret_slot];
 }
 
 bool evict_slot_copied(const struct target *t, uint32_t slot)
 {
-	const volatile uint64_t *copied = ZS_STAGING_COPIED(t->staging, t->staging_pages);
+	const volatile uint64_t *copied = ZS_STAGING_COPIED(t->agent.staging, t->agent.staging_pages);
 
 	return (__atomic_load_n(&copied[slot / 64], __ATOMIC_ACQUIRE) >> (slot % 64)) & 1;
 }
@@ -151,8 +151,8 @@ static int evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
  */
 const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf, int *ret_err)
 {
-	struct batch *b = t->batch;
-	const uint8_t *staged = t->staging + ((size_t)slot << ZS_PAGE_SHIFT);
+	struct batch *b = t->evict.batch;
+	const uint8_t *staged = t->agent.staging + ((size_t)slot << ZS_PAGE_SHIFT);
 	int r;
 
 	if (!b->move_first || evict_slot_copied(t, slot))
@@ -187,10 +187,10 @@ const uint8_t *evict_slot_page(struct target *t, uint32_t slot, uint8_t *buf, in
  */
 bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 	uint64_t scratch_start = 0, scratch_len;
 
-	if (!t->staging)
+	if (!t->agent.staging)
 		return false;
 	scratch_len = target_scratch(t, &scratch_start);
 	if (scratch_len) {
@@ -205,7 +205,7 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		const struct batch_run *run = &b->runs[i];
 		uint64_t run_end = run->addr + ((uint64_t)run->npages << ZS_PAGE_SHIFT);
-		volatile uint16_t *drops = ZS_STAGING_DROPS(t->staging, t->staging_pages);
+		volatile uint16_t *drops = ZS_STAGING_DROPS(t->agent.staging, t->agent.staging_pages);
 		uint32_t slot, from, left, got;
 		uint64_t vma_start, vma_end;
 
@@ -248,7 +248,7 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
  */
 void evict_note_discard(struct target *t, uint64_t start, uint64_t end)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (!b)
 		return;
@@ -304,7 +304,7 @@ static int remap_collect(uint64_t pgno, void *val, void *arg)
 int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 {
 	struct remap_ctx ctx = { .t = t, .from = from, .to = to, .len = len };
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 	int r;
 
 	r = idx_walk(t->idx, from >> ZS_PAGE_SHIFT, (from + len) >> ZS_PAGE_SHIFT, remap_collect,
@@ -319,13 +319,13 @@ int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 
 		r = idx_insert(t->idx, addr >> ZS_PAGE_SHIFT, ctx.moved[i], &old);
 		if (old) {
-			t->compressed_bytes -= ((struct entry *)old)->len;
+			t->counts.compressed_bytes -= ((struct entry *)old)->len;
 			entry_put(t->d, old);
 		}
 		if (r < 0) {
 			/* The page would read as zeros at its new place. */
 			log_error_errno(r, "pid %d: cannot follow mremap: %m", (int)t->pid);
-			t->compressed_bytes -= ctx.moved[i]->len;
+			t->counts.compressed_bytes -= ctx.moved[i]->len;
 			entry_put(t->d, ctx.moved[i]);
 		}
 	}
@@ -393,7 +393,7 @@ static void evict_save_for_fork(struct target *t, struct batch *b)
 
 void evict_note_fork(struct target *t, struct target *child)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (!b)
 		return;
@@ -401,14 +401,14 @@ void evict_note_fork(struct target *t, struct target *child)
 		evict_save_for_fork(t, b);
 	if (b->nforks < BATCH_MAX_FORKS) {
 		b->forks[b->nforks++] = child;
-		child->batch_parent = t;
+		child->evict.batch_parent = t;
 	} else
 		log_error("pid %d: too many forks during one eviction batch", (int)t->pid);
 }
 
 int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	return uffd_msgs_push(&b->deferred, &b->ndeferred, &b->deferred_cap, msg);
 }
@@ -423,7 +423,7 @@ int evict_defer_fault(struct target *t, const struct uffd_msg *msg)
  */
 int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool agent)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 	uint8_t buf[ZS_PAGE_SIZE];
 	const uint8_t *page;
 	int r, err = 0;
@@ -433,7 +433,7 @@ int evict_serve_agent_fault(struct target *t, uint64_t addr, uint32_t slot, bool
 		 * may be written at once: veto it first, so that the agent leaves
 		 * it, or moves it back (the commit skips a discarded page: one
 		 * taken out anyway would lose the write; test discard_stuck). */
-		__atomic_store_n(&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
+		__atomic_store_n(&ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[slot], 1,
 				 __ATOMIC_SEQ_CST);
 		r = uffd_zeropage(t->uffd_w.fd, addr);
 	} else if (!(page = evict_slot_page(t, slot, buf, &err))) {

@@ -40,7 +40,7 @@ static bool evict_skip_poor(uint64_t pgno, void *ctx)
 {
 	struct evict_skip *sk = ctx;
 
-	if (!hot_recent(&sk->t->poor, pgno, sk->now_ms, sk->poor_ms))
+	if (!hot_recent(&sk->t->evict.poor, pgno, sk->now_ms, sk->poor_ms))
 		return false;
 	sk->t->d->st.poor_skips++;
 	return true;
@@ -78,10 +78,10 @@ static int evict_read_vmas(struct target *t)
 	r = read_full_file(path, &maps, NULL);
 	if (r < 0)
 		return r;
-	same = t->maps && strcmp(t->maps, maps) == 0;
-	if (t->vmas_usec && same && now_usec() - t->smaps_usec < EVICT_SMAPS_TTL_USEC) {
+	same = t->layout.maps && strcmp(t->layout.maps, maps) == 0;
+	if (t->layout.vmas_usec && same && now_usec() - t->layout.smaps_usec < EVICT_SMAPS_TTL_USEC) {
 		free(maps);
-		t->vmas_usec = now_usec();
+		t->layout.vmas_usec = now_usec();
 		return 0;
 	}
 	/* A mapping changed, and may have lost its registration without an
@@ -90,21 +90,21 @@ static int evict_read_vmas(struct target *t)
 	 * registered), and a page moved out of an unregistered range reads
 	 * back as zeros, with no fault for us to serve. */
 	if (!same)
-		t->nregistered = 0;
+		t->layout.nregistered = 0;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t->pid);
 	r = read_full_file(path, &smaps, NULL);
 	if (r < 0)
 		goto out;
-	r = vmscan_parse(smaps, t->excl, t->nexcl, &vmas, &nvmas);
+	r = vmscan_parse(smaps, t->agent.excl, t->agent.nexcl, &vmas, &nvmas);
 	if (r < 0)
 		goto out;
-	free(t->vmas);
-	t->vmas = vmas;
-	t->nvmas = nvmas;
-	free(t->maps);
-	t->maps = maps;
+	free(t->layout.vmas);
+	t->layout.vmas = vmas;
+	t->layout.nvmas = nvmas;
+	free(t->layout.maps);
+	t->layout.maps = maps;
 	maps = NULL;
-	t->vmas_usec = t->smaps_usec = now_usec();
+	t->layout.vmas_usec = t->layout.smaps_usec = now_usec();
 out:
 	free(maps);
 	free(smaps);
@@ -113,7 +113,7 @@ out:
 
 void evict_pick_free(struct target *t)
 {
-	struct pick *p = t->pick;
+	struct pick *p = t->evict.pick;
 
 	if (!p)
 		return;
@@ -121,7 +121,7 @@ void evict_pick_free(struct target *t)
 		close(p->pagemap_fd);
 	free(p->runs);
 	free(p);
-	t->pick = NULL;
+	t->evict.pick = NULL;
 }
 
 static int evict_pick_new(struct target *t)
@@ -130,7 +130,7 @@ static int evict_pick_new(struct target *t)
 	char path[64];
 	int r;
 
-	if (!t->vmas_usec || now_usec() - t->vmas_usec > EVICT_VMAS_TTL_USEC) {
+	if (!t->layout.vmas_usec || now_usec() - t->layout.vmas_usec > EVICT_VMAS_TTL_USEC) {
 		r = evict_read_vmas(t);
 		if (r < 0)
 			return r;
@@ -141,17 +141,17 @@ static int evict_pick_new(struct target *t)
 	p->runs = calloc(EVICT_MAX_RUNS, sizeof(*p->runs));
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
 	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
-	t->pick = p;
+	t->evict.pick = p;
 	if (!p->runs || p->pagemap_fd < 0) {
 		r = p->pagemap_fd < 0 ? -errno : -ENOMEM;
 		evict_pick_free(t);
 		return r;
 	}
-	p->start = p->cursor = t->scan_cursor;
-	p->total = vmscan_total_pages(t->vmas, t->nvmas);
+	p->start = p->cursor = t->evict.scan_cursor;
+	p->total = vmscan_total_pages(t->layout.vmas, t->layout.nvmas);
 	p->started_usec = now_usec();
 	/* The last sweep found next to nothing cold: do not sweep again so soon. */
-	if (now_usec() / 1000 < t->sweep_dry_until_ms && t->loads_log.n &&
+	if (now_usec() / 1000 < t->evict.sweep_dry_until_ms && t->loads_log.n &&
 	    !(t->reclaim && t->reclaim->idle_only))
 		p->from_log = true;
 	return 0;
@@ -190,7 +190,7 @@ static int evict_cmp_u64(const void *a, const void *b)
  */
 static int evict_pick_log(struct target *t, struct pick *p, const struct evict_skip *sk)
 {
-	uint32_t want = t->staging_pages - p->res.npages, n = 0;
+	uint32_t want = t->agent.staging_pages - p->res.npages, n = 0;
 	uint64_t *pgnos, budget = (uint64_t)want * EVICT_LOG_LOOKS, looked = 0, when;
 	struct loadlog_entry le;
 	struct vmscan_result got = { 0 };
@@ -207,7 +207,7 @@ static int evict_pick_log(struct target *t, struct pick *p, const struct evict_s
 		looked++;
 		if (seen && when != le.when_ms)
 			continue; /* stale: it came back again since */
-		if (hot_recent(&t->poor, le.pgno, sk->now_ms, sk->poor_ms))
+		if (hot_recent(&t->evict.poor, le.pgno, sk->now_ms, sk->poor_ms))
 			continue;
 		if (le.chances) {
 			/* Another turn, as if it came back now: the sweep passes
@@ -224,7 +224,7 @@ static int evict_pick_log(struct target *t, struct pick *p, const struct evict_s
 		pgnos[n++] = le.pgno;
 	}
 	qsort(pgnos, n, sizeof(*pgnos), evict_cmp_u64);
-	r = vmscan_pick_pages(p->pagemap_fd, t->vmas, t->nvmas, pgnos, n, p->runs + p->res.nruns,
+	r = vmscan_pick_pages(p->pagemap_fd, t->layout.vmas, t->layout.nvmas, pgnos, n, p->runs + p->res.nruns,
 			      EVICT_MAX_RUNS - p->res.nruns, &got);
 	free(pgnos);
 	if (r < 0)
@@ -253,12 +253,12 @@ int evict_pick(struct target *t)
 	uint64_t left;
 	int r;
 
-	if (!t->pick) {
+	if (!t->evict.pick) {
 		r = evict_pick_new(t);
 		if (r < 0)
 			return r;
 	}
-	p = t->pick;
+	p = t->evict.pick;
 	if (p->from_log) {
 		r = evict_pick_log(t, p, &sk);
 		if (r < 0)
@@ -266,7 +266,7 @@ int evict_pick(struct target *t)
 		/* Mostly second chances and gone pages this turn: the next turn
 		 * goes on (every entry looked at was dropped or lost a chance).
 		 * Looks are not sweeps: they never make a reclaim "wrapped". */
-		if (t->loads_log.n && p->res.npages < t->staging_pages / 2)
+		if (t->loads_log.n && p->res.npages < t->agent.staging_pages / 2)
 			return 0;
 		if (p->res.npages)
 			return 1;
@@ -275,8 +275,8 @@ int evict_pick(struct target *t)
 	left = p->total - p->scanned;
 	/* One pass scans at most one sweep of the address space, passing over
 	 * pages that came back lately (hot.h). */
-	r = vmscan_pick(p->pagemap_fd, t->vmas, t->nvmas, p->cursor,
-			t->staging_pages - p->res.npages, left < EVICT_PICK_CHUNK ? left : EVICT_PICK_CHUNK,
+	r = vmscan_pick(p->pagemap_fd, t->layout.vmas, t->layout.nvmas, p->cursor,
+			t->agent.staging_pages - p->res.npages, left < EVICT_PICK_CHUNK ? left : EVICT_PICK_CHUNK,
 			p->runs + p->res.nruns, EVICT_MAX_RUNS - p->res.nruns,
 			p->hot_in ? evict_skip_poor : evict_skip_hot, &sk, &got);
 	if (r < 0)
@@ -285,8 +285,8 @@ int evict_pick(struct target *t)
 	p->res.nruns += got.nruns;
 	p->scanned += got.scanned;
 	p->cursor = got.cursor;
-	if (p->res.npages < t->staging_pages && p->res.nruns < EVICT_MAX_RUNS &&
-	    p->scanned < p->total && t->nvmas)
+	if (p->res.npages < t->agent.staging_pages && p->res.nruns < EVICT_MAX_RUNS &&
+	    p->scanned < p->total && t->layout.nvmas)
 		return 0;
 	/*
 	 * Under half a batch of cold pages in a whole sweep: a limit or a
@@ -297,9 +297,9 @@ int evict_pick(struct target *t)
 	 * the truly hot pages first: 25-30k accesses/s in four runs at a 50%
 	 * budget, 33-71k in six without it.)
 	 */
-	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->staging_pages / 2) {
+	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->agent.staging_pages / 2) {
 		/* Sweeping again soon would find as little: the log until then. */
-		t->sweep_dry_until_ms = sk.now_ms + sk.hot_ms / 4;
+		t->evict.sweep_dry_until_ms = sk.now_ms + sk.hot_ms / 4;
 		if (t->loads_log.n) {
 			p->from_log = true; /* keeping what this pass found */
 			return 0;
@@ -307,7 +307,7 @@ int evict_pick(struct target *t)
 		evict_pick_hot_in(p);
 		return 0;
 	}
-	t->scan_cursor = p->cursor;
+	t->evict.scan_cursor = p->cursor;
 	/* Only the last pass counts: a first pass that found the pages hot
 	 * must not end the reclaim as if the address space had nothing left
 	 * (it held a limit at twice its size, one batch per reclaim). */
@@ -323,7 +323,7 @@ int evict_pick(struct target *t)
 /* An UNMAP or REMAP event: the ranges and registrations known are stale. */
 void evict_forget_layout(struct target *t)
 {
-	t->vmas_usec = 0;
-	t->nregistered = 0;
+	t->layout.vmas_usec = 0;
+	t->layout.nregistered = 0;
 	evict_pick_free(t);
 }

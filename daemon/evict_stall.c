@@ -45,8 +45,8 @@
  */
 static void evict_let_writer_through(struct target *t, uint64_t addr, uint32_t slot)
 {
-	struct batch *b = t->batch;
-	volatile uint8_t *veto = &ZS_STAGING_VETO(t->staging, t->staging_pages)[slot];
+	struct batch *b = t->evict.batch;
+	volatile uint8_t *veto = &ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[slot];
 
 	if (b->writer[slot] == BATCH_WRITER_WAITING)
 		b->nwriters_waiting--;
@@ -75,7 +75,7 @@ static void evict_let_writer_through(struct target *t, uint64_t addr, uint32_t s
 /* A write-protect fault of an app thread (not the agent) on a page in flight. */
 void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	if (b->move_first) {
 		/* Not ours to hold: a lift of an earlier batch still pending. */
@@ -98,7 +98,7 @@ void evict_note_writer(struct target *t, uint64_t addr, uint32_t slot)
 /* The batch got stuck with writers waiting since before: let them through. */
 static void evict_release_writers(struct target *t)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 
 	for (uint32_t i = 0; i < b->nruns && b->nwriters_waiting; i++) {
 		const struct batch_run *run = &b->runs[i];
@@ -122,8 +122,8 @@ void evict_note_pending_lifts(struct target *t, struct batch *b, uint64_t addr,
 {
 	uint64_t end = addr + ((uint64_t)npages << ZS_PAGE_SHIFT);
 
-	for (uint32_t i = 0; i < t->nunprotect; i++) {
-		uint64_t lo = t->unprotect[i].start, hi = lo + t->unprotect[i].len;
+	for (uint32_t i = 0; i < t->waits.nunprotect; i++) {
+		uint64_t lo = t->waits.unprotect[i].start, hi = lo + t->waits.unprotect[i].len;
 
 		for (uint64_t a = lo > addr ? lo : addr; a < hi && a < end; a += ZS_PAGE_SIZE) {
 			uint32_t s = slot + (uint32_t)((a - addr) >> ZS_PAGE_SHIFT);
@@ -138,8 +138,8 @@ void evict_note_pending_lifts(struct target *t, struct batch *b, uint64_t addr,
 
 bool evict_batch_stuck(const struct target *t)
 {
-	return t->batch && !t->batch->dropped &&
-	       now_usec() - t->batch->started_usec >= FAULT_THROTTLE_USEC;
+	return t->evict.batch && !t->evict.batch->dropped &&
+	       now_usec() - t->evict.batch->started_usec >= FAULT_THROTTLE_USEC;
 }
 
 /*
@@ -152,7 +152,7 @@ bool evict_batch_stuck(const struct target *t)
  */
 void evict_serve_stuck(struct target *t)
 {
-	struct batch *b = t->batch;
+	struct batch *b = t->evict.batch;
 	struct uffd_msg *msgs;
 	uint32_t n, slot;
 
@@ -194,10 +194,10 @@ void evict_serve_stuck(struct target *t)
  */
 int evict_serve_agent_wp(struct target *t, uint64_t addr, uint32_t slot)
 {
-	if (t->batch->move_first)
+	if (t->evict.batch->move_first)
 		return target_unprotect(t, addr, ZS_PAGE_SIZE); /* as in evict_note_writer */
 	/* Stored before the ioctl that wakes the agent, which then reads it. */
-	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->staging, t->staging_pages)[slot], 1,
+	__atomic_store_n((uint8_t *)&ZS_STAGING_VETO(t->agent.staging, t->agent.staging_pages)[slot], 1,
 			 __ATOMIC_SEQ_CST);
 	return target_unprotect(t, addr, ZS_PAGE_SIZE);
 }

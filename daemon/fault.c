@@ -35,15 +35,15 @@
 /* Asks our agent to leave a gap between its drops (ZS_STAGING_HOLD). */
 static void fault_hold_agent(struct target *t, bool hold)
 {
-	if (t->staging)
-		__atomic_store_n(ZS_STAGING_HOLD(t->staging, t->staging_pages), hold ? 1u : 0u,
+	if (t->agent.staging)
+		__atomic_store_n(ZS_STAGING_HOLD(t->agent.staging, t->agent.staging_pages), hold ? 1u : 0u,
 				 __ATOMIC_RELEASE);
 }
 
 static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
 {
 	fault_hold_agent(t, true);
-	return uffd_msgs_push(&t->retry, &t->nretry, &t->retry_cap, msg);
+	return uffd_msgs_push(&t->waits.retry, &t->waits.nretry, &t->waits.retry_cap, msg);
 }
 
 /* A forked child names itself by faulting on its beacon page. */
@@ -70,15 +70,15 @@ static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
 /* Whether eviction is under way on t, so that a held fault gets released. */
 static bool fault_may_hold(const struct target *t)
 {
-	return t->batch ? !evict_batch_stuck(t) : t->pick != NULL;
+	return t->evict.batch ? !evict_batch_stuck(t) : t->evict.pick != NULL;
 }
 
 /* Holds a fault of a process over its limit (reclaim_throttle). */
 static int fault_throttle(struct target *t, const struct uffd_msg *msg)
 {
-	if (!t->nthrottled)
-		t->throttled_usec = now_usec();
-	return uffd_msgs_push(&t->throttled, &t->nthrottled, &t->throttled_cap, msg);
+	if (!t->waits.nthrottled)
+		t->waits.throttled_usec = now_usec();
+	return uffd_msgs_push(&t->waits.throttled, &t->waits.nthrottled, &t->waits.throttled_cap, msg);
 }
 
 /*
@@ -113,13 +113,13 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 		if (!evict_in_flight(t, addr, &slot)) {
 			target_unprotect(t, addr, ZS_PAGE_SIZE);
 			target_note_stall(t, msg);
-		} else if (ptid == t->agent_tid)
+		} else if (ptid == t->agent.tid)
 			evict_serve_agent_wp(t, addr, slot);
 		else
 			evict_note_writer(t, addr, slot);
 		return;
 	}
-	if (t->batch_parent && t->batch_parent->batch) {
+	if (t->evict.batch_parent && t->evict.batch_parent->evict.batch) {
 		/* A child forked mid-batch: the page may be one its parent had
 		 * dropped, whose entry the commit is about to give us. */
 		if (fault_queue_retry(t, msg) < 0)
@@ -127,7 +127,7 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 		return;
 	}
 	if (evict_in_staging(t, addr, &slot)) {
-		if (ptid == t->agent_tid) {
+		if (ptid == t->agent.tid) {
 			if (evict_serve_agent_fault(t, addr, slot, true) == -EAGAIN &&
 			    fault_queue_retry(t, msg) < 0)
 				uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
@@ -146,7 +146,7 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	 * sweep that finds the pages hot reads the whole address space first,
 	 * and a process sharing our CPU faulted 60 MiB past its limit during
 	 * each (every hot window / 4, the log's turn). */
-	if (may_throttle && fault_may_hold(t) && ptid != t->agent_tid && reclaim_throttle(t) &&
+	if (may_throttle && fault_may_hold(t) && ptid != t->agent.tid && reclaim_throttle(t) &&
 	    fault_throttle(t, msg) == 0) {
 		t->d->st.faults_deferred++;
 		t->d->st.faults_throttled++;
@@ -171,8 +171,8 @@ static void fault_event(struct target *t, const struct uffd_msg *msg)
 		break;
 	case UFFD_EVENT_FORK:
 		log_debug("pid %d: fork event, batch %llu%s, %zu entries", (int)t->pid,
-			  t->batch ? (unsigned long long)t->batch->id : 0ull,
-			  t->batch && t->batch->dropped ? " committing" : "", idx_count(t->idx));
+			  t->evict.batch ? (unsigned long long)t->evict.batch->id : 0ull,
+			  t->evict.batch && t->evict.batch->dropped ? " committing" : "", idx_count(t->idx));
 		if (target_new_child(t, (int)msg->arg.fork.ufd, &child) == 0) {
 			journal_fork_claim(child, msg);
 			journal_fork(t, child);
@@ -260,7 +260,7 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 bool fault_throttled_pending(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (!t->dead && (t->nthrottled || (t->batch && t->batch->ndeferred)))
+		if (!t->dead && (t->waits.nthrottled || (t->evict.batch && t->evict.batch->ndeferred)))
 			return true;
 	return false;
 }
@@ -274,17 +274,17 @@ void fault_release_throttled(struct daemon *d)
 	uint64_t now = now_usec();
 
 	for (struct target *t = d->targets; t; t = t->next) {
-		struct uffd_msg *msgs = t->throttled;
-		uint32_t n = t->nthrottled;
+		struct uffd_msg *msgs = t->waits.throttled;
+		uint32_t n = t->waits.nthrottled;
 
 		if (!t->dead)
 			evict_serve_stuck(t);
 		if (!n || t->dead ||
-		    ((t->batch || t->pick) && !d->stopping &&
-		     now - t->throttled_usec < FAULT_THROTTLE_USEC))
+		    ((t->evict.batch || t->evict.pick) && !d->stop.active &&
+		     now - t->waits.throttled_usec < FAULT_THROTTLE_USEC))
 			continue;
-		t->throttled = NULL;
-		t->nthrottled = t->throttled_cap = 0;
+		t->waits.throttled = NULL;
+		t->waits.nthrottled = t->waits.throttled_cap = 0;
 		for (uint32_t i = 0; i < n && !t->dead; i++)
 			fault_pagefault(t, &msgs[i], false);
 		free(msgs);
@@ -294,7 +294,7 @@ void fault_release_throttled(struct daemon *d)
 bool fault_retry_pending(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if ((t->nretry || t->nunprotect) && !t->dead)
+		if ((t->waits.nretry || t->waits.nunprotect) && !t->dead)
 			return true;
 	return false;
 }
@@ -302,20 +302,20 @@ bool fault_retry_pending(const struct daemon *d)
 void fault_retry_all(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
-		struct uffd_msg *msgs = t->retry;
-		uint32_t n = t->nretry;
+		struct uffd_msg *msgs = t->waits.retry;
+		uint32_t n = t->waits.nretry;
 
-		if (t->nunprotect && !t->dead)
+		if (t->waits.nunprotect && !t->dead)
 			target_unprotect_retry(t);
 		if (!n || t->dead)
 			continue;
 		/* fault_pagefault() may queue again: give it a fresh list. */
-		t->retry = NULL;
-		t->nretry = t->retry_cap = 0;
+		t->waits.retry = NULL;
+		t->waits.nretry = t->waits.retry_cap = 0;
 		for (uint32_t i = 0; i < n && !t->dead; i++)
 			fault_pagefault(t, &msgs[i], true);
 		free(msgs);
-		if (!t->nretry)
+		if (!t->waits.nretry)
 			fault_hold_agent(t, false);
 	}
 }

@@ -42,12 +42,12 @@ static bool group_has(const struct group *g, const struct target *t)
 {
 	if (t->dead || !t->pid)
 		return false;
-	return !g->cgroup[0] || (t->cgroup[0] && cgroup_under(t->cgroup, g->cgroup));
+	return !g->cgroup[0] || (t->group.cgroup[0] && cgroup_under(t->group.cgroup, g->cgroup));
 }
 
 struct group *group_find(struct daemon *d, const char *cgroup)
 {
-	for (struct group *g = d->groups; g; g = g->next)
+	for (struct group *g = d->groups.list; g; g = g->next)
 		if (!strcmp(g->cgroup, cgroup))
 			return g;
 	return NULL;
@@ -78,13 +78,13 @@ static void group_pressure_ready(struct daemon *d, struct watch *w, uint32_t eve
 	if (!g->pressure_told)
 		log_info("cgroup %s: memory pressure, looking at it now", g->cgroup);
 	g->pressure_told = true;
-	d->last_limit_usec = 0;
+	d->turn.limit_usec = 0;
 }
 
 static void group_watch_pressure(struct daemon *d, struct group *g)
 {
 	bool pri = false;
-	int fd = cgroup_pressure_fd(g->cgroup, d->cfg.pressure_stall_ms, &pri);
+	int fd = cgroup_pressure_fd(g->cgroup, d->cfg.policy.pressure_stall_ms, &pri);
 
 	if (fd < 0) {
 		log_debug("cgroup %s: no pressure events (%s): its usage is read ten times a second",
@@ -103,7 +103,7 @@ static void group_watch_pressure(struct daemon *d, struct group *g)
 /* SIGHUP changed pressure_stall_ms: every cgroup's trigger is written anew. */
 void group_rewatch(struct daemon *d)
 {
-	for (struct group *g = d->groups; g; g = g->next) {
+	for (struct group *g = d->groups.list; g; g = g->next) {
 		if (!g->cgroup[0])
 			continue;
 		group_unwatch(d, g);
@@ -122,15 +122,15 @@ static int group_new(struct daemon *d, const char *cgroup, struct group **ret)
 	g->pressure_w.fd = -1;
 	if (cgroup[0])
 		group_watch_pressure(d, g);
-	g->next = d->groups;
-	d->groups = g;
+	g->next = d->groups.list;
+	d->groups.list = g;
 	*ret = g;
 	return 0;
 }
 
 static void group_free(struct daemon *d, struct group *g)
 {
-	struct group **pp = &d->groups;
+	struct group **pp = &d->groups.list;
 
 	while (*pp != g)
 		pp = &(*pp)->next;
@@ -141,14 +141,14 @@ static void group_free(struct daemon *d, struct group *g)
 
 void group_free_all(struct daemon *d)
 {
-	while (d->groups)
-		group_free(d, d->groups);
+	while (d->groups.list)
+		group_free(d, d->groups.list);
 }
 
 /* What a followed cgroup's usage is held under: its limit less the headroom. */
 static uint64_t group_limit_goal(const struct daemon *d, const struct group *g)
 {
-	return g->limit - g->limit / 100 * d->cfg.cgroup_headroom_percent;
+	return g->limit - g->limit / 100 * d->cfg.policy.cgroup_headroom_percent;
 }
 
 /*
@@ -182,15 +182,15 @@ void group_refresh(struct daemon *d)
 {
 	struct group *g, *next;
 
-	d->cgroups_changed = false;
-	if (d->cfg.follow_cgroup_limits) {
+	d->groups.cgroups_changed = false;
+	if (d->cfg.policy.follow_cgroup_limits) {
 		for (struct target *t = d->targets; t; t = t->next) {
 			char path[CGROUP_PATH_MAX];
 			uint64_t limit;
 
-			if (t->dead || !t->cgroup[0] || !strcmp(t->cgroup, "/"))
+			if (t->dead || !t->group.cgroup[0] || !strcmp(t->group.cgroup, "/"))
 				continue;
-			memcpy(path, t->cgroup, sizeof(path));
+			memcpy(path, t->group.cgroup, sizeof(path));
 			if (!group_limited_ancestor(path, &limit))
 				continue;
 			g = group_find(d, path);
@@ -201,23 +201,23 @@ void group_refresh(struct daemon *d)
 				g->limit = limit;
 				log_info("cgroup %s: limit %llu MiB, kept %u%% under it by evicting its "
 					 "served processes' cold pages", g->cgroup,
-					 (unsigned long long)(limit >> 20), d->cfg.cgroup_headroom_percent);
+					 (unsigned long long)(limit >> 20), d->cfg.policy.cgroup_headroom_percent);
 			}
 		}
 	}
-	for (g = d->groups; g; g = next) {
+	for (g = d->groups.list; g; g = next) {
 		uint64_t limit = CGROUP_NO_LIMIT;
 
 		next = g->next;
 		if (!g->follows)
 			continue;
-		if (d->cfg.follow_cgroup_limits && cgroup_limit(g->cgroup, &limit) == 0 &&
+		if (d->cfg.policy.follow_cgroup_limits && cgroup_limit(g->cgroup, &limit) == 0 &&
 		    limit != CGROUP_NO_LIMIT) {
 			g->limit = limit;
 			continue;
 		}
 		log_info("cgroup %s: %s, no longer followed", g->cgroup,
-			 d->cfg.follow_cgroup_limits ? "its limit is gone" : "follow_cgroup_limits = no");
+			 d->cfg.policy.follow_cgroup_limits ? "its limit is gone" : "follow_cgroup_limits = no");
 		g->follows = false;
 		g->limit = 0;
 		if (!g->budget)
@@ -228,15 +228,15 @@ void group_refresh(struct daemon *d)
 /* The member's refault rate, in refaults per minute per 1024 resident pages: its heat. */
 static uint64_t group_heat(const struct target *t)
 {
-	return (rate_per_minute(&t->loads_rate) << 10) / (t->anon_pages ? t->anon_pages : 1);
+	return (rate_per_minute(&t->counts.loads_rate) << 10) / (t->group.anon_pages ? t->group.anon_pages : 1);
 }
 
 /* What the member can give up without touching its hot set. */
 static uint64_t group_cold_pages(struct target *t)
 {
-	uint64_t keep = target_hot_pages(t) + hot_size(&t->poor);
+	uint64_t keep = target_hot_pages(t) + hot_size(&t->evict.poor);
 
-	return t->anon_pages > keep ? t->anon_pages - keep : 0;
+	return t->group.anon_pages > keep ? t->group.anon_pages - keep : 0;
 }
 
 static int group_cmp_heat(const void *a, const void *b)
@@ -294,10 +294,10 @@ static int group_measure(struct daemon *d, struct group *g, struct target ***ret
 		g->members++;
 		if (proc_status_kb(t->pid, "RssAnon", &kb) < 0)
 			continue;
-		t->anon_pages = kb / (ZS_PAGE_SIZE / 1024);
+		t->group.anon_pages = kb / (ZS_PAGE_SIZE / 1024);
 		g->resident += kb * 1024;
 		pending += reclaim_pending_pages(t);
-		if (t->reclaim || t->batch || t->restore || !t->agent_tid)
+		if (t->reclaim || t->evict.batch || t->restore || !t->agent.tid)
 			continue;
 		if (n == cap) {
 			struct target **m = realloc(members, (cap ? cap * 2 : 8) * sizeof(*m));
@@ -367,7 +367,7 @@ static void group_throttle(struct daemon *d, const struct group *g, uint64_t exc
 		return;
 	for (struct target *t = d->targets; t; t = t->next)
 		if (group_has(g, t))
-			t->group_over = true;
+			t->group.over = true;
 }
 
 /* Ten times a second (and at once on a pressure event): each group under its goal. */
@@ -376,8 +376,8 @@ void group_enforce(struct daemon *d, bool tick)
 	if (!tick)
 		return;
 	for (struct target *t = d->targets; t; t = t->next)
-		t->group_over = false;
-	for (struct group *g = d->groups; g; g = g->next) {
+		t->group.over = false;
+	for (struct group *g = d->groups.list; g; g = g->next) {
 		struct target **members;
 		uint32_t n;
 		uint64_t pending, excess;
@@ -441,9 +441,9 @@ static void group_figures(struct daemon *d, struct group *g, struct zs_group_rep
 		if (!group_has(g, t))
 			continue;
 		rep->evicted_bytes += target_evicted_pages(t) * ZS_PAGE_SIZE;
-		rep->compressed_bytes += t->compressed_bytes;
-		rep->refaults_per_min += rate_per_minute(&t->loads_rate);
-		rep->stall_usec_per_min += rate_per_minute(&t->stall_rate);
+		rep->compressed_bytes += t->counts.compressed_bytes;
+		rep->refaults_per_min += rate_per_minute(&t->counts.loads_rate);
+		rep->stall_usec_per_min += rate_per_minute(&t->counts.stall_rate);
 	}
 }
 
@@ -452,7 +452,7 @@ size_t group_list(struct daemon *d, struct zs_group_info *out, size_t max)
 {
 	size_t n = 0;
 
-	for (struct group *g = d->groups; g && n < max; g = g->next, n++) {
+	for (struct group *g = d->groups.list; g && n < max; g = g->next, n++) {
 		memset(&out[n], 0, sizeof(out[n]));
 		memcpy(out[n].cgroup, g->cgroup, sizeof(out[n].cgroup) - 1);
 		out[n].flags = (g->cgroup[0] ? 0 : ZS_GROUP_ALL) | (g->follows ? ZS_GROUP_FOLLOWS : 0);
@@ -499,7 +499,7 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 			group_free(d, g);
 			g = NULL;
 		}
-		d->last_limit_usec = 0;
+		d->turn.limit_usec = 0;
 	}
 	group_figures(d, g ? g : &probe, rep);
 	return 0;
@@ -507,5 +507,5 @@ int group_set(struct daemon *d, const char *cgroup, uint64_t bytes, bool query,
 
 bool group_any(const struct daemon *d)
 {
-	return d->groups != NULL;
+	return d->groups.list != NULL;
 }

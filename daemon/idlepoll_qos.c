@@ -23,7 +23,7 @@
 
 static int idlepoll_request(struct daemon *d, int32_t usec)
 {
-	ssize_t n = write(d->idlepoll_fd, &usec, sizeof(usec));
+	ssize_t n = write(d->idlepoll.fd, &usec, sizeof(usec));
 
 	if (n == (ssize_t)sizeof(usec))
 		return 0;
@@ -33,15 +33,15 @@ static int idlepoll_request(struct daemon *d, int32_t usec)
 /* Closing withdraws any request we made as surely as writing: nothing held. */
 static void idlepoll_close(struct daemon *d)
 {
-	close(d->idlepoll_fd);
-	d->idlepoll_fd = -1;
-	d->idlepoll.held = false;
+	close(d->idlepoll.fd);
+	d->idlepoll.fd = -1;
+	d->idlepoll.burst.held = false;
 }
 
 void idlepoll_open(struct daemon *d)
 {
-	d->idlepoll_fd = open(CPU_LATENCY_DEV, O_WRONLY | O_CLOEXEC);
-	if (d->idlepoll_fd < 0)
+	d->idlepoll.fd = open(CPU_LATENCY_DEV, O_WRONLY | O_CLOEXEC);
+	if (d->idlepoll.fd < 0)
 		log_info("Cannot open %s: %m; idle CPUs sleep through fault bursts (fault_idle_poll_ms)",
 			 CPU_LATENCY_DEV);
 }
@@ -51,10 +51,10 @@ void idlepoll_fault_served(struct daemon *d)
 	uint64_t now;
 	int r;
 
-	if (d->idlepoll_fd < 0)
+	if (d->idlepoll.fd < 0)
 		return;
 	now = now_usec();
-	if (!idlepoll_fault(&d->idlepoll, now, (uint64_t)d->cfg.fault_idle_poll_ms * 1000))
+	if (!idlepoll_fault(&d->idlepoll.burst, now, (uint64_t)d->cfg.fault.fault_idle_poll_ms * 1000))
 		return;
 	r = idlepoll_request(d, CPU_LATENCY_POLL);
 	if (r < 0) {
@@ -70,12 +70,12 @@ void idlepoll_tick(struct daemon *d)
 {
 	uint64_t now;
 
-	if (d->idlepoll_fd < 0 || !d->idlepoll.held)
+	if (d->idlepoll.fd < 0 || !d->idlepoll.burst.held)
 		return;
 	now = now_usec();
-	if (!idlepoll_expired(&d->idlepoll, now))
+	if (!idlepoll_expired(&d->idlepoll.burst, now))
 		return;
-	d->st.idle_poll_usec += now - d->idlepoll.since_usec;
+	d->st.idle_poll_usec += now - d->idlepoll.burst.since_usec;
 	if (idlepoll_request(d, CPU_LATENCY_ANY) < 0)
 		idlepoll_close(d);
 }

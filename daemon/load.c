@@ -36,8 +36,8 @@ static int load_zero_fill(struct target *t, uint64_t addr, bool write)
 
 	if (write) {
 		/* A written zero page would be copied at once: give a page. */
-		memset(d->page_buf, 0, ZS_PAGE_SIZE);
-		r = uffd_copy(t->uffd_w.fd, addr, d->page_buf, true);
+		memset(d->buf.page, 0, ZS_PAGE_SIZE);
+		r = uffd_copy(t->uffd_w.fd, addr, d->buf.page, true);
 	} else {
 		r = uffd_zeropage(t->uffd_w.fd, addr);
 	}
@@ -80,7 +80,7 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		return target_fill_checked(t, addr, r);
 	}
 	t0 = now_nsec();
-	r = entry_load(d, e, d->page_buf);
+	r = entry_load(d, e, d->buf.page);
 	t1 = now_nsec();
 	d->st.load_decompress_nsec += t1 - t0;
 	if (r < 0) {
@@ -91,7 +91,7 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 		d->st.uffd_errors++;
 		return -EBADMSG;
 	}
-	r = uffd_copy(t->uffd_w.fd, addr, d->page_buf, true);
+	r = uffd_copy(t->uffd_w.fd, addr, d->buf.page, true);
 	d->st.load_map_nsec += now_nsec() - t1;
 	return target_fill_checked(t, addr, r);
 }
@@ -111,7 +111,7 @@ static uint32_t load_prefetch_run(struct target *t, uint64_t first, struct entry
 
 	if (!n)
 		return 0;
-	r = uffd_copy_run(t->uffd_w.fd, addr, t->d->prefetch_buf, (uint64_t)n * ZS_PAGE_SIZE,
+	r = uffd_copy_run(t->uffd_w.fd, addr, t->d->buf.prefetch, (uint64_t)n * ZS_PAGE_SIZE,
 			  &copied);
 	done = (uint32_t)(copied / ZS_PAGE_SIZE);
 	for (uint32_t i = 0; i < done; i++)
@@ -176,7 +176,7 @@ static void load_prefetch(struct target *t, const struct prefetch_window *w)
 			installed++;
 			continue;
 		}
-		if (entry_load(d, e, d->prefetch_buf + (size_t)n * ZS_PAGE_SIZE) < 0)
+		if (entry_load(d, e, d->buf.prefetch + (size_t)n * ZS_PAGE_SIZE) < 0)
 			break; /* load_serve() says so if it is ever wanted */
 		if (!n)
 			run_first = pgno;
@@ -218,7 +218,7 @@ static int load_serve_entry(struct target *t, uint64_t addr, bool write, struct 
 		  e ? "entry" : "no entry", write ? ", write" : "", r);
 	switch (r) {
 	case 0:
-		t->faults_since_check++;
+		t->limit.faults_since_check++;
 		return 0;
 	case -EAGAIN:
 		return -EAGAIN;
@@ -255,7 +255,7 @@ int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch)
 	if (r != 0 || !pooled || t->dead)
 		return r;
 	prefetch_fault(&t->prefetch, pgno, now_usec() / 1000,
-		       may_prefetch ? t->d->cfg.prefetch_pages : 0, &w, &t->d->st.prefetch_hits,
+		       may_prefetch ? t->d->cfg.fault.prefetch_pages : 0, &w, &t->d->st.prefetch_hits,
 		       &t->d->st.prefetch_misses);
 	if (w.pages)
 		load_prefetch(t, &w);

@@ -41,9 +41,9 @@ static uint64_t loop_faults_served(const struct daemon *d)
 /* When a step may come: after a millisecond without a fault, or the starve bound. */
 static uint64_t loop_compact_due(const struct daemon *d)
 {
-	uint64_t starved = d->compact_step_usec + LOOP_COMPACT_STARVE_USEC;
+	uint64_t starved = d->turn.compact_step_usec + LOOP_COMPACT_STARVE_USEC;
 
-	return d->compact_quiet_usec < starved ? d->compact_quiet_usec : starved;
+	return d->turn.compact_quiet_usec < starved ? d->turn.compact_quiet_usec : starved;
 }
 
 /*
@@ -65,22 +65,22 @@ static void loop_compact(struct daemon *d)
 {
 	uint64_t frag, now = now_usec(), served = loop_faults_served(d);
 
-	if (served != d->compact_faults_mark) {
-		d->compact_faults_mark = served;
-		d->compact_quiet_usec = now + LOOP_COMPACT_QUIET_USEC;
+	if (served != d->turn.compact_faults_mark) {
+		d->turn.compact_faults_mark = served;
+		d->turn.compact_quiet_usec = now + LOOP_COMPACT_QUIET_USEC;
 	}
 	/* Summing the classes is a walk of all of them: not at every fault's
 	 * turn, only after a step or every LOOP_COMPACT_CHECK_USEC. */
-	if (now >= d->next_compact_check_usec) {
+	if (now >= d->turn.compact_check_usec) {
 		frag = pool_fragmented_bytes(d->pool);
-		d->compact_wanted = frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool);
-		d->next_compact_check_usec = now + LOOP_COMPACT_CHECK_USEC;
+		d->turn.compact_wanted = frag >= (1u << 20) && frag * 10 >= pool_total_size(d->pool);
+		d->turn.compact_check_usec = now + LOOP_COMPACT_CHECK_USEC;
 	}
-	if (!d->compact_wanted || now < loop_compact_due(d))
+	if (!d->turn.compact_wanted || now < loop_compact_due(d))
 		return;
 	d->st.compacted_bytes += pool_compact_some(d->pool, LOOP_COMPACT_MOVES);
-	d->compact_step_usec = now;
-	d->next_compact_check_usec = 0; /* done yet? */
+	d->turn.compact_step_usec = now;
+	d->turn.compact_check_usec = 0; /* done yet? */
 }
 
 /* How long until loop_compact() may take its next step: UINT64_MAX if it has none to take. */
@@ -88,7 +88,7 @@ static uint64_t loop_compact_timeout(const struct daemon *d, uint64_t now)
 {
 	uint64_t at = loop_compact_due(d);
 
-	if (!d->compact_wanted)
+	if (!d->turn.compact_wanted)
 		return UINT64_MAX;
 	return at > now ? at - now : 0;
 }
@@ -102,12 +102,12 @@ static uint64_t loop_compact_timeout(const struct daemon *d, uint64_t now)
 
 static void loop_lock_pool(struct daemon *d)
 {
-	if (!d->pool_locking || !pool_populate_some(d->pool, &d->pool_lock_cursor, LOOP_LOCK_BYTES))
+	if (!d->turn.pool_locking || !pool_populate_some(d->pool, &d->turn.pool_lock_cursor, LOOP_LOCK_BYTES))
 		return;
-	d->pool_locking = false;
+	d->turn.pool_locking = false;
 	log_info("the handed-over pool is locked again: %llu MiB in %llu ms",
 		 (unsigned long long)(pool_total_size(d->pool) >> 20),
-		 (unsigned long long)((now_usec() - d->pool_lock_usec) / 1000));
+		 (unsigned long long)((now_usec() - d->turn.pool_lock_usec) / 1000));
 }
 
 static bool loop_any_limit(const struct daemon *d)
@@ -126,21 +126,21 @@ static void loop_housekeeping(struct daemon *d)
 	struct target *t;
 
 	idlepoll_tick(d);
-	if (!d->stopping) {
-		bool tick = now - d->last_limit_usec >= LOOP_LIMIT_MS * 1000u;
+	if (!d->stop.active) {
+		bool tick = now - d->turn.limit_usec >= LOOP_LIMIT_MS * 1000u;
 
 		if (tick)
-			d->last_limit_usec = now;
+			d->turn.limit_usec = now;
 		reclaim_enforce_limits(d, tick);
-		if (d->cgroups_changed) /* a process that grows fast must not wait a second */
+		if (d->groups.cgroups_changed) /* a process that grows fast must not wait a second */
 			group_refresh(d);
 		group_enforce(d, tick);
 		proactive_run(d);
 	}
 
-	if (now - d->last_housekeeping_usec < LOOP_TICK_MS * 1000u)
+	if (now - d->turn.housekeeping_usec < LOOP_TICK_MS * 1000u)
 		return;
-	d->last_housekeeping_usec = now;
+	d->turn.housekeeping_usec = now;
 	/* A child forked without our atfork handler (raw clone) has no pidfd:
 	 * only a failing ioctl tells us its mm is gone. */
 	for (t = d->targets; t; t = t->next)
@@ -148,10 +148,10 @@ static void loop_housekeeping(struct daemon *d)
 			target_kill(t, "mm gone");
 	for (t = d->targets; t; t = t->next)
 		target_tick(t, now / 1000);
-	if (!d->stopping)
+	if (!d->stop.active)
 		group_refresh(d);
 	pressure_tick(d);
-	if (!d->stopping)
+	if (!d->stop.active)
 		restore_unclaimed(d);
 	/* Empty slabs that sat in the pool's cache through a whole tick go back. */
 	pool_trim(d->pool);
@@ -213,11 +213,11 @@ void loop_reap(struct daemon *d)
  */
 static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout_usec)
 {
-	uint64_t spin = d->cfg.fault_spin_usec, until;
+	uint64_t spin = d->cfg.fault.fault_spin_usec, until;
 	int n;
 
-	if (spin && loop_faults_served(d) != d->spin_mark) {
-		d->spin_mark = loop_faults_served(d);
+	if (spin && loop_faults_served(d) != d->turn.spin_mark) {
+		d->turn.spin_mark = loop_faults_served(d);
 		until = now_usec() + spin;
 		do {
 			n = watch_wait(d->epfd, evs, LOOP_MAX_EVENTS, 0);
@@ -232,9 +232,9 @@ static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout
 /* How long the next wait may be: no longer than the next thing due. */
 static uint64_t loop_timeout_work(const struct daemon *d)
 {
-	if (d->stopping && !evict_committing(d))
+	if (d->stop.active && !evict_committing(d))
 		return 10000;
-	if (reclaim_picking(d) || evict_committing(d) || restore_active(d) || d->pool_locking)
+	if (reclaim_picking(d) || evict_committing(d) || restore_active(d) || d->turn.pool_locking)
 		return 0;
 	if (fault_retry_pending(d))
 		return LOOP_RETRY_USEC;
@@ -252,7 +252,7 @@ static uint64_t loop_timeout_work(const struct daemon *d)
 static uint64_t loop_timeout(const struct daemon *d)
 {
 	uint64_t now = now_usec(), t = loop_timeout_work(d);
-	uint64_t hold = idlepoll_timeout(&d->idlepoll, now), compact = loop_compact_timeout(d, now);
+	uint64_t hold = idlepoll_timeout(&d->idlepoll.burst, now), compact = loop_compact_timeout(d, now);
 
 	if (hold < t)
 		t = hold;
@@ -284,12 +284,12 @@ int loop_run(struct daemon *d)
 		loop_reap(d);
 		journal_maybe_rewrite(d);
 		loop_housekeeping(d);
-		if (d->restarting) {
+		if (d->restart.active) {
 			if (restart_step(d))
 				return 0; /* the store kept for the next zswapd */
-		} else if (d->upgrading || upgrade_checking(d))
+		} else if (d->upgrade.active || upgrade_checking(d))
 			upgrade_step(d); /* execs the new binary once quiet */
-		else if (d->stopping && drain_step(d))
-			return d->exit_code;
+		else if (d->stop.active && drain_step(d))
+			return d->stop.exit_code;
 	}
 }

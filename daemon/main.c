@@ -159,7 +159,7 @@ static int load_config(struct daemon *d, const struct args *a)
 		}
 		snprintf(d->cfg.socket, sizeof(d->cfg.socket), "%s", s);
 	}
-	if (a->compressor && comp_parse(a->compressor, &d->cfg.compressor) < 0) {
+	if (a->compressor && comp_parse(a->compressor, &d->cfg.pool.compressor) < 0) {
 		fprintf(stderr, "zswapd: unknown compressor '%s' (lzo, lz4, zstd)\n", a->compressor);
 		return -EINVAL;
 	}
@@ -232,7 +232,7 @@ static int setup_listen(struct daemon *d)
 		return log_error_errno(n, "The sockets systemd passed are not one listening "
 					  "AF_UNIX SOCK_SEQPACKET socket");
 	if (n == 1) {
-		d->socket_activated = true;
+		d->sd.socket_activated = true;
 		fcntl(d->listen_w.fd, F_SETFL, fcntl(d->listen_w.fd, F_GETFL) | O_NONBLOCK);
 		fcntl(d->listen_w.fd, F_SETFD, FD_CLOEXEC);
 	} else {
@@ -264,45 +264,45 @@ static void reload_config(struct daemon *d)
 	}
 	/* Compared with what the file said before, not with the running values,
 	 * which -s, $ZSWAP_SOCKET and --compressor may have overridden. */
-	if (strcmp(c.socket, old->socket) || c.compressor != old->compressor ||
-	    c.evict_batch_pages != old->evict_batch_pages || c.mlock != old->mlock ||
-	    strcmp(c.swap_file, old->swap_file) || c.swap_file_size != old->swap_file_size ||
-	    c.nice != old->nice || c.recompressor != old->recompressor)
+	if (strcmp(c.socket, old->socket) || c.pool.compressor != old->pool.compressor ||
+	    c.agent.evict_batch_pages != old->agent.evict_batch_pages || c.mlock != old->mlock ||
+	    strcmp(c.swap.swap_file, old->swap.swap_file) || c.swap.swap_file_size != old->swap.swap_file_size ||
+	    c.nice != old->nice || c.pool.recompressor != old->pool.recompressor)
 		log_warning("SIGHUP: socket, compressor, recompressor, evict_batch_pages, mlock, nice "
 			    "and the swap file change only at restart");
 	d->file_cfg = c;
-	d->cfg.fault_spin_usec = c.fault_spin_usec;
-	d->cfg.fault_idle_poll_ms = c.fault_idle_poll_ms;
-	d->cfg.agent_move = c.agent_move;
-	d->cfg.agent_move_first = c.agent_move_first;
-	d->cfg.agent_follow_app = c.agent_follow_app;
-	d->cfg.readahead_pages = c.readahead_pages;
-	d->cfg.prefetch_pages = c.prefetch_pages;
-	d->cfg.hot_window_seconds = c.hot_window_seconds;
-	d->cfg.idle_evict_seconds = c.idle_evict_seconds;
-	d->cfg.proactive_refault_permille = c.proactive_refault_permille;
-	d->cfg.proactive_stall_permille = c.proactive_stall_permille;
-	d->cfg.follow_cgroup_limits = c.follow_cgroup_limits;
-	d->cfg.cgroup_headroom_percent = c.cgroup_headroom_percent;
-	d->cfg.default_limit_percent = c.default_limit_percent;
-	d->cfg.recompress_seconds = c.recompress_seconds;
-	if (c.pressure_stall_ms != d->cfg.pressure_stall_ms) {
-		d->cfg.pressure_stall_ms = c.pressure_stall_ms;
+	d->cfg.fault.fault_spin_usec = c.fault.fault_spin_usec;
+	d->cfg.fault.fault_idle_poll_ms = c.fault.fault_idle_poll_ms;
+	d->cfg.agent.agent_move = c.agent.agent_move;
+	d->cfg.agent.agent_move_first = c.agent.agent_move_first;
+	d->cfg.agent.agent_follow_app = c.agent.agent_follow_app;
+	d->cfg.swap.readahead_pages = c.swap.readahead_pages;
+	d->cfg.fault.prefetch_pages = c.fault.prefetch_pages;
+	d->cfg.policy.hot_window_seconds = c.policy.hot_window_seconds;
+	d->cfg.policy.idle_evict_seconds = c.policy.idle_evict_seconds;
+	d->cfg.policy.proactive_refault_permille = c.policy.proactive_refault_permille;
+	d->cfg.policy.proactive_stall_permille = c.policy.proactive_stall_permille;
+	d->cfg.policy.follow_cgroup_limits = c.policy.follow_cgroup_limits;
+	d->cfg.policy.cgroup_headroom_percent = c.policy.cgroup_headroom_percent;
+	d->cfg.policy.default_limit_percent = c.policy.default_limit_percent;
+	d->cfg.pool.recompress_seconds = c.pool.recompress_seconds;
+	if (c.policy.pressure_stall_ms != d->cfg.policy.pressure_stall_ms) {
+		d->cfg.policy.pressure_stall_ms = c.policy.pressure_stall_ms;
 		pressure_close(d);
 		if (pressure_open(d) < 0)
 			log_warning("SIGHUP: host memory pressure events lost");
 		group_rewatch(d);
 	}
-	d->cfg.max_pool_percent = c.max_pool_percent;
-	d->cfg.max_pool_bytes = c.max_pool_bytes;
-	d->cfg.accept_threshold_percent = c.accept_threshold_percent;
-	d->cfg.max_compressed_percent = c.max_compressed_percent;
-	d->cfg.store_incompressible = c.store_incompressible;
+	d->cfg.pool.max_pool_percent = c.pool.max_pool_percent;
+	d->cfg.pool.max_pool_bytes = c.pool.max_pool_bytes;
+	d->cfg.pool.accept_threshold_percent = c.pool.accept_threshold_percent;
+	d->cfg.pool.max_compressed_percent = c.pool.max_compressed_percent;
+	d->cfg.pool.store_incompressible = c.pool.store_incompressible;
 	d->cfg.log_level = c.log_level;
 	log_set_level(c.log_level);
-	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());
+	d->pool_limit.bytes = cfg_pool_limit(&d->cfg, mem_total_bytes());
 	log_info("SIGHUP: configuration re-read, pool limit %llu bytes",
-		 (unsigned long long)d->pool_limit);
+		 (unsigned long long)d->pool_limit.bytes);
 }
 
 static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
@@ -319,7 +319,7 @@ static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
 			(void)upgrade_begin(d, &why); /* logged */
 		} else if (restart_asked(d, &si)) {
 			restart_begin(d);
-		} else if (!d->restarting) {
+		} else if (!d->restart.active) {
 			upgrade_abandon(d, "asked to stop");
 			drain_begin(d);
 		}
@@ -372,22 +372,22 @@ static int daemon_setup(struct daemon *d)
 	if (d->devuffd_fd < 0)
 		return log_error_errno(-errno, "Failed to open /dev/userfaultfd: %m "
 					       "(CONFIG_USERFAULTFD, and are we root?)");
-	r = comp_new(d->cfg.compressor, &d->comp);
+	r = comp_new(d->cfg.pool.compressor, &d->comp);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up compressor %s: %m",
-				       comp_name(d->cfg.compressor));
+				       comp_name(d->cfg.pool.compressor));
 	r = recomp_open(d);
 	if (r < 0)
 		return r;
 	r = pool_new(&d->pool);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create pool: %m");
-	d->page_buf = aligned_alloc(ZS_PAGE_SIZE, ZS_PAGE_SIZE);
-	d->prefetch_buf = aligned_alloc(ZS_PAGE_SIZE, (size_t)PREFETCH_MAX_PAGES * ZS_PAGE_SIZE);
-	d->comp_buf = malloc(COMP_BOUND);
-	if (!d->page_buf || !d->prefetch_buf || !d->comp_buf)
+	d->buf.page = aligned_alloc(ZS_PAGE_SIZE, ZS_PAGE_SIZE);
+	d->buf.prefetch = aligned_alloc(ZS_PAGE_SIZE, (size_t)PREFETCH_MAX_PAGES * ZS_PAGE_SIZE);
+	d->buf.comp = malloc(COMP_BOUND);
+	if (!d->buf.page || !d->buf.prefetch || !d->buf.comp)
 		return log_error_errno(-ENOMEM, "Out of memory");
-	d->pool_limit = cfg_pool_limit(&d->cfg, mem_total_bytes());
+	d->pool_limit.bytes = cfg_pool_limit(&d->cfg, mem_total_bytes());
 	r = setup_signals(d);
 	if (r < 0)
 		return r;
@@ -466,9 +466,9 @@ static void daemon_teardown(struct daemon *d)
 	pool_free(d->pool);
 	recomp_close(d);
 	comp_free(d->comp);
-	free(d->page_buf);
-	free(d->prefetch_buf);
-	free(d->comp_buf);
+	free(d->buf.page);
+	free(d->buf.prefetch);
+	free(d->buf.comp);
 	if (d->listen_w.fd >= 0)
 		close(d->listen_w.fd);
 	if (d->signal_w.fd >= 0)
@@ -483,13 +483,13 @@ static void daemon_teardown(struct daemon *d)
 static void remember_exe(struct daemon *d, char **argv)
 {
 	static const char deleted[] = " (deleted)";
-	ssize_t n = readlink("/proc/self/exe", d->exe_path, sizeof(d->exe_path) - 1);
+	ssize_t n = readlink("/proc/self/exe", d->upgrade.exe_path, sizeof(d->upgrade.exe_path) - 1);
 	size_t len = n > 0 ? (size_t)n : 0;
 
-	d->exe_path[len] = '\0';
-	if (len > sizeof(deleted) - 1 && !strcmp(d->exe_path + len - (sizeof(deleted) - 1), deleted))
-		d->exe_path[len - (sizeof(deleted) - 1)] = '\0';
-	d->argv = argv;
+	d->upgrade.exe_path[len] = '\0';
+	if (len > sizeof(deleted) - 1 && !strcmp(d->upgrade.exe_path + len - (sizeof(deleted) - 1), deleted))
+		d->upgrade.exe_path[len - (sizeof(deleted) - 1)] = '\0';
+	d->upgrade.argv = argv;
 }
 
 /*
@@ -512,7 +512,7 @@ static int supervise(const struct daemon *d, int argc, char **argv, bool foregro
 		return 1;
 	}
 	if (!exe || !*exe)
-		exe = d->exe_path[0] ? d->exe_path : "/proc/self/exe";
+		exe = d->upgrade.exe_path[0] ? d->upgrade.exe_path : "/proc/self/exe";
 	child_argv[n++] = argv[0];
 	if (!foreground)
 		child_argv[n++] = (char *)"-f"; /* first: after a "--" it would be no option */
@@ -541,8 +541,8 @@ static int handover_fd_from_env(void)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
-			    .pressure_w.fd = -1, .handover_fd = -1, .kept_swap_fd = -1,
-			    .upgrade_check_w.fd = -1, .idlepoll_fd = -1 };
+			    .pressure.w.fd = -1, .upgrade.handover_fd = -1, .upgrade.kept_swap_fd = -1,
+			    .upgrade.check_w.fd = -1, .idlepoll.fd = -1 };
 	struct args a = { 0 };
 	int ready_fd = -1, handover_fd = handover_fd_from_env(), r;
 
@@ -567,45 +567,45 @@ int main(int argc, char **argv)
 		printf("%s: OK\n", d.cfg_path[0] ? d.cfg_path : "(built-in defaults)");
 		return 0;
 	}
-	d.sd_notify = getenv("NOTIFY_SOCKET") != NULL;
+	d.sd.notify = getenv("NOTIFY_SOCKET") != NULL;
 	if (a.supervise)
 		return supervise(&d, argc, argv, a.foreground, -1);
 	survive_init(&d);
 	/* What the fd store kept for us: after a crash, what to take over. */
 	if (handover_fd < 0 && recover_prepare(&d) < 0)
 		return 1;
-	if (!a.foreground && !d.sd_notify && !getenv("LISTEN_FDS") && handover_fd < 0) {
+	if (!a.foreground && !d.sd.notify && !getenv("LISTEN_FDS") && handover_fd < 0) {
 		r = background(&ready_fd);
 		if (r != 0)
 			return r < 0 ? 1 : 0;
 		return supervise(&d, argc, argv, false, ready_fd);
 	}
-	if (sd_watchdog_enabled(0, &d.watchdog_usec) <= 0)
-		d.watchdog_usec = 0;
+	if (sd_watchdog_enabled(0, &d.sd.watchdog_usec) <= 0)
+		d.sd.watchdog_usec = 0;
 	r = daemon_setup(&d);
 	if (r == 0 && handover_fd >= 0)
 		r = handover_load(&d);
-	if (r == 0 && d.recovery)
+	if (r == 0 && d.persist.recovery)
 		r = recover_load(&d);
 	else if (r == 0)
 		survive_start(&d); /* a failure is said, and zswapd serves on without */
 	if (r < 0) {
 		/* What the store holds stays as it is, for the next try. */
-		d.fdstore = false;
-		if (d.sd_notify)
+		d.persist.fdstore = false;
+		if (d.sd.notify)
 			sd_notifyf(0, "ERRNO=%d", -r);
 		daemon_teardown(&d);
 		return 1;
 	}
 	fdstore_forget_rest(&d);
 	log_info("zswapd ready on %s: compressor %s, pool limit %llu MiB",
-		 d.socket_activated ? "the socket systemd passed" : d.cfg.socket,
-		 comp_name(d.cfg.compressor), (unsigned long long)(d.pool_limit >> 20));
-	if (d.sd_notify)
+		 d.sd.socket_activated ? "the socket systemd passed" : d.cfg.socket,
+		 comp_name(d.cfg.pool.compressor), (unsigned long long)(d.pool_limit.bytes >> 20));
+	if (d.sd.notify)
 		sd_notify(0, "READY=1");
 	notify_status(&d);
 	r = loop_run(&d);
-	if (d.fdstore && (r != 0 || d.restarting)) {
+	if (d.persist.fdstore && (r != 0 || d.restart.active)) {
 		/* Pages still out, kept in the store for the next zswapd.  No
 		 * teardown: releasing our entries would punch their pages out of
 		 * the very memfds it takes over, and journal every process gone.
@@ -614,7 +614,7 @@ int main(int argc, char **argv)
 	}
 	if (r == 0)
 		survive_stop(&d); /* every page is back: nothing to keep */
-	if (!d.socket_activated && r == 0)
+	if (!d.sd.socket_activated && r == 0)
 		unlink(d.cfg.socket);
 	daemon_teardown(&d);
 	return r;

@@ -26,35 +26,35 @@
 
 bool pressure_active(const struct daemon *d)
 {
-	return d->pressure_until_usec && now_usec() < d->pressure_until_usec;
+	return d->pressure.until_usec && now_usec() < d->pressure.until_usec;
 }
 
 void pressure_note(struct daemon *d, const char *where)
 {
 	if (!pressure_active(d))
 		log_info("memory pressure (%s): cold pages of every served process go now", where);
-	d->pressure_until_usec = now_usec() + PRESSURE_HOLD_USEC;
-	d->pressure_told = true;
+	d->pressure.until_usec = now_usec() + PRESSURE_HOLD_USEC;
+	d->pressure.told = true;
 	d->st.pressure_events++;
-	d->last_limit_usec = 0; /* limits and budgets are looked at this turn */
+	d->turn.limit_usec = 0; /* limits and budgets are looked at this turn */
 }
 
 /* Once a second: says once that the pressure is over. */
 void pressure_tick(struct daemon *d)
 {
-	if (d->pressure_told && !pressure_active(d)) {
-		d->pressure_told = false;
+	if (d->pressure.told && !pressure_active(d)) {
+		d->pressure.told = false;
 		log_info("memory pressure over: proactive eviction back to its own pace");
 	}
 }
 
 void pressure_close(struct daemon *d)
 {
-	if (d->pressure_w.fd < 0)
+	if (d->pressure.w.fd < 0)
 		return;
-	watch_del(d->epfd, &d->pressure_w);
-	close(d->pressure_w.fd);
-	d->pressure_w.fd = -1;
+	watch_del(d->epfd, &d->pressure.w);
+	close(d->pressure.w.fd);
+	d->pressure.w.fd = -1;
 }
 
 static void pressure_ready(struct daemon *d, struct watch *w, uint32_t events)
@@ -75,7 +75,7 @@ int pressure_open(struct daemon *d)
 	bool pri;
 	int fd, r;
 
-	fd = cgroup_pressure_fd("/", d->cfg.pressure_stall_ms, &pri);
+	fd = cgroup_pressure_fd("/", d->cfg.policy.pressure_stall_ms, &pri);
 	if (fd == -ENOTSUP) {
 		log_info("host memory pressure events off (pressure_stall_ms = 0)");
 		return 0;
@@ -85,12 +85,12 @@ int pressure_open(struct daemon *d)
 			 "proactive eviction keeps its own pace", strerror(-fd));
 		return 0;
 	}
-	d->pressure_w.fd = fd;
-	d->pressure_w.fn = pressure_ready;
-	r = watch_add(d->epfd, &d->pressure_w, EPOLLPRI);
+	d->pressure.w.fd = fd;
+	d->pressure.w.fn = pressure_ready;
+	r = watch_add(d->epfd, &d->pressure.w, EPOLLPRI);
 	if (r < 0) {
 		close(fd);
-		d->pressure_w.fd = -1;
+		d->pressure.w.fd = -1;
 	}
 	return r;
 }

@@ -39,7 +39,7 @@
 
 static uint64_t proactive_period_usec(const struct daemon *d)
 {
-	return (uint64_t)d->cfg.idle_evict_seconds * 1000000u / 4;
+	return (uint64_t)d->cfg.policy.idle_evict_seconds * 1000000u / 4;
 }
 
 /* Refaults per minute per 1000 pages of its anonymous memory, and stall per second in permille. */
@@ -50,47 +50,47 @@ static void proactive_costs(const struct target *t, uint64_t *refault_pm, uint64
 	if (proc_status_kb(t->pid, "RssAnon", &kb) == 0)
 		pages = kb / (ZS_PAGE_SIZE / 1024) + target_evicted_pages(t);
 	else
-		pages = t->rss_pages + target_evicted_pages(t);
+		pages = t->limit.rss_pages + target_evicted_pages(t);
 
-	*refault_pm = rate_per_minute(&t->loads_rate) * 1000 / (pages ? pages : 1);
+	*refault_pm = rate_per_minute(&t->counts.loads_rate) * 1000 / (pages ? pages : 1);
 	/* usec per minute / 60 s * 1000 = per-mille of each second spent waiting */
-	*stall_pm = rate_per_minute(&t->stall_rate) / 60000;
+	*stall_pm = rate_per_minute(&t->counts.stall_rate) / 60000;
 }
 
 static void proactive_adjust(struct target *t, uint64_t now)
 {
 	const struct cfg *c = &t->d->cfg;
 	uint64_t refault_pm, stall_pm, window;
-	uint32_t was = t->proactive_backoff;
+	uint32_t was = t->proactive.backoff;
 	bool over, under;
 
 	proactive_costs(t, &refault_pm, &stall_pm);
-	over = refault_pm > c->proactive_refault_permille || stall_pm > c->proactive_stall_permille;
-	under = refault_pm * 2 <= c->proactive_refault_permille &&
-		stall_pm * 2 <= c->proactive_stall_permille;
-	window = (uint64_t)c->idle_evict_seconds * 1000000u * t->proactive_backoff;
+	over = refault_pm > c->policy.proactive_refault_permille || stall_pm > c->policy.proactive_stall_permille;
+	under = refault_pm * 2 <= c->policy.proactive_refault_permille &&
+		stall_pm * 2 <= c->policy.proactive_stall_permille;
+	window = (uint64_t)c->policy.idle_evict_seconds * 1000000u * t->proactive.backoff;
 	if (!under)
-		t->proactive_calm_usec = 0;
-	else if (!t->proactive_calm_usec)
-		t->proactive_calm_usec = now;
-	if (over && t->proactive_backoff < PROACTIVE_MAX_BACKOFF) {
-		t->proactive_backoff *= 2;
-	} else if (under && t->proactive_backoff > 1 && now - t->proactive_calm_usec >= window) {
+		t->proactive.calm_usec = 0;
+	else if (!t->proactive.calm_usec)
+		t->proactive.calm_usec = now;
+	if (over && t->proactive.backoff < PROACTIVE_MAX_BACKOFF) {
+		t->proactive.backoff *= 2;
+	} else if (under && t->proactive.backoff > 1 && now - t->proactive.calm_usec >= window) {
 		/* Calm for a whole protection window: its hot pages may be
 		 * probed again sooner. */
-		t->proactive_backoff /= 2;
-		t->proactive_calm_usec = now;
+		t->proactive.backoff /= 2;
+		t->proactive.calm_usec = now;
 	}
-	if (t->proactive_backoff == was)
+	if (t->proactive.backoff == was)
 		return;
 	log_info("pid %d: proactive eviction %s: a sweep every %llu s, pages that came back left "
 		 "alone %llu s (%llu refaults/min per 1000 pages, target %u; stall %llu permille, "
 		 "target %u)",
-		 (int)t->pid, t->proactive_backoff > was ? "backs off" : "speeds up",
-		 (unsigned long long)(proactive_period_usec(t->d) * t->proactive_backoff / 1000000),
+		 (int)t->pid, t->proactive.backoff > was ? "backs off" : "speeds up",
+		 (unsigned long long)(proactive_period_usec(t->d) * t->proactive.backoff / 1000000),
 		 (unsigned long long)(target_proactive_window_ms(t) / 1000), (unsigned long long)refault_pm,
-		 c->proactive_refault_permille, (unsigned long long)stall_pm,
-		 c->proactive_stall_permille);
+		 c->policy.proactive_refault_permille, (unsigned long long)stall_pm,
+		 c->policy.proactive_stall_permille);
 }
 
 static void proactive_one(struct target *t, uint64_t now, bool pressure)
@@ -98,18 +98,18 @@ static void proactive_one(struct target *t, uint64_t now, bool pressure)
 	uint64_t period = proactive_period_usec(t->d);
 	bool due;
 
-	if (!t->proactive_backoff)
-		t->proactive_backoff = 1;
-	if (!t->proactive_next_usec) /* the first: once it has been served a cold age */
-		t->proactive_next_usec = t->started_usec + period * 4;
-	due = now >= t->proactive_next_usec ||
-	      (pressure && now - t->proactive_last_usec >= PROACTIVE_PRESSURE_USEC &&
-	       now - t->started_usec >= PROACTIVE_PRESSURE_USEC);
-	if (!due || t->dead || t->reclaim || t->batch || t->restore || !t->agent_tid)
+	if (!t->proactive.backoff)
+		t->proactive.backoff = 1;
+	if (!t->proactive.next_usec) /* the first: once it has been served a cold age */
+		t->proactive.next_usec = t->counts.started_usec + period * 4;
+	due = now >= t->proactive.next_usec ||
+	      (pressure && now - t->proactive.last_usec >= PROACTIVE_PRESSURE_USEC &&
+	       now - t->counts.started_usec >= PROACTIVE_PRESSURE_USEC);
+	if (!due || t->dead || t->reclaim || t->evict.batch || t->restore || !t->agent.tid)
 		return; /* not yet, or busy: a later turn looks again */
 	proactive_adjust(t, now);
-	t->proactive_last_usec = now;
-	t->proactive_next_usec = now + period * t->proactive_backoff;
+	t->proactive.last_usec = now;
+	t->proactive.next_usec = now + period * t->proactive.backoff;
 	if (reclaim_internal(t, UINT64_MAX / 2, true) == 0)
 		t->d->st.proactive_sweeps++;
 }
@@ -119,7 +119,7 @@ void proactive_run(struct daemon *d)
 	uint64_t now = now_usec();
 	bool pressure = pressure_active(d);
 
-	if (!d->cfg.idle_evict_seconds || d->stopping)
+	if (!d->cfg.policy.idle_evict_seconds || d->stop.active)
 		return;
 	for (struct target *t = d->targets; t; t = t->next)
 		if (t->pid)
@@ -131,6 +131,6 @@ uint64_t proactive_backed_off(const struct daemon *d)
 	uint64_t n = 0;
 
 	for (const struct target *t = d->targets; t; t = t->next)
-		n += t->proactive_backoff > 1;
+		n += t->proactive.backoff > 1;
 	return n;
 }

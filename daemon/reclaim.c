@@ -23,9 +23,9 @@
 /* The reply so far: what the target's commits did since the reclaim began. */
 static void reclaim_tally(const struct target *t, struct reclaim *rc)
 {
-	rc->reply.evicted_pages = t->stores - rc->stores_at_start;
-	rc->reply.compressed_bytes = t->stored_bytes - rc->stored_bytes_at_start;
-	rc->reply.rejected_pages = t->refused - rc->refused_at_start;
+	rc->reply.evicted_pages = t->counts.stores - rc->stores_at_start;
+	rc->reply.compressed_bytes = t->counts.stored_bytes - rc->stored_bytes_at_start;
+	rc->reply.rejected_pages = t->counts.refused - rc->refused_at_start;
 }
 
 /* Counts from now on (a new reclaim, or an operator's taking over the daemon's own). */
@@ -36,9 +36,9 @@ static void reclaim_reset(const struct target *t, struct reclaim *rc, struct con
 	rc->conn = c;
 	rc->seq = seq;
 	rc->want_pages = (bytes + ZS_PAGE_SIZE - 1) / ZS_PAGE_SIZE;
-	rc->stores_at_start = t->stores;
-	rc->stored_bytes_at_start = t->stored_bytes;
-	rc->refused_at_start = t->refused;
+	rc->stores_at_start = t->counts.stores;
+	rc->stored_bytes_at_start = t->counts.stored_bytes;
+	rc->refused_at_start = t->counts.refused;
 }
 
 static void reclaim_finish(struct target *t, int err)
@@ -73,7 +73,7 @@ void reclaim_progress(struct target *t)
 	if (!rc)
 		return;
 	reclaim_tally(t, rc);
-	if (rc->reply.evicted_pages >= rc->want_pages || rc->wrapped || t->d->stopping ||
+	if (rc->reply.evicted_pages >= rc->want_pages || rc->wrapped || t->d->stop.active ||
 	    (!rc->internal && (!rc->conn || rc->conn->dead))) {
 		reclaim_finish(t, 0);
 		return;
@@ -87,7 +87,7 @@ void reclaim_progress(struct target *t)
 
 static bool reclaim_can_go_on(const struct target *t)
 {
-	return t->reclaim && !t->batch && t->agent_tid && t->conn && !t->dead;
+	return t->reclaim && !t->evict.batch && t->agent.tid && t->conn && !t->dead;
 }
 
 /*
@@ -121,7 +121,7 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 	/* An operator's request takes over the daemon's own (limit, idle). */
 	if (rc && rc->internal && c) {
 		reclaim_reset(t, rc, c, seq, bytes);
-		if (!t->batch && t->agent_tid)
+		if (!t->evict.batch && t->agent.tid)
 			reclaim_progress(t);
 		return 0; /* else the batch in flight continues it */
 	}
@@ -138,7 +138,7 @@ static int reclaim_begin(struct target *t, struct conn *c, uint32_t seq, uint64_
 	rc->internal = c == NULL;
 	rc->idle_only = idle_only;
 	t->reclaim = rc;
-	if (!t->batch && t->agent_tid)
+	if (!t->evict.batch && t->agent.tid)
 		reclaim_progress(t);
 	return 0;
 }
@@ -155,7 +155,7 @@ int reclaim_start(struct target *t, struct conn *c, uint32_t seq, uint64_t bytes
  */
 int reclaim_internal(struct target *t, uint64_t bytes, bool idle_only)
 {
-	if (t->dead || t->reclaim || t->batch || !t->agent_tid)
+	if (t->dead || t->reclaim || t->evict.batch || !t->agent.tid)
 		return -EBUSY;
 	return reclaim_begin(t, NULL, 0, bytes, idle_only);
 }
@@ -194,10 +194,10 @@ uint64_t reclaim_slack(uint64_t limit)
  */
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 {
-	uint64_t pct = t->d->cfg.default_limit_percent, limit;
+	uint64_t pct = t->d->cfg.policy.default_limit_percent, limit;
 
-	if (t->limit_set || !pct)
-		return t->limit_bytes;
+	if (t->limit.set || !pct)
+		return t->limit.bytes;
 	limit = (rss + target_evicted_pages(t) * ZS_PAGE_SIZE) / 100 * pct;
 	return limit > (1u << 20) ? limit : 1u << 20;
 }
@@ -212,19 +212,19 @@ uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
  */
 bool reclaim_limit_unreachable(const struct target *t)
 {
-	return t->last_limit && hot_size(&t->poor) * ZS_PAGE_SIZE >= t->last_limit;
+	return t->limit.last && hot_size(&t->evict.poor) * ZS_PAGE_SIZE >= t->limit.last;
 }
 
 static void reclaim_tell_unreachable(struct target *t)
 {
-	if (t->limit_unreachable_told || !reclaim_limit_unreachable(t) ||
+	if (t->limit.unreachable_told || !reclaim_limit_unreachable(t) ||
 	    entry_stores_incompressible(t->d))
 		return;
-	t->limit_unreachable_told = true;
+	t->limit.unreachable_told = true;
 	log_warning("pid %d: %llu MiB of its pages do not compress, more than its limit of %llu "
 		    "MiB: it cannot get under it (store_incompressible = yes would store them)",
-		    (int)t->pid, (unsigned long long)(hot_size(&t->poor) * ZS_PAGE_SIZE >> 20),
-		    (unsigned long long)(t->last_limit >> 20));
+		    (int)t->pid, (unsigned long long)(hot_size(&t->evict.poor) * ZS_PAGE_SIZE >> 20),
+		    (unsigned long long)(t->limit.last >> 20));
 }
 
 /*
@@ -240,13 +240,13 @@ static void reclaim_tell_unreachable(struct target *t)
  */
 bool reclaim_throttle(const struct target *t)
 {
-	uint64_t limit = t->last_limit, gone = t->stores - t->stores_at_check;
-	uint64_t est = t->rss_pages + t->faults_since_check;
+	uint64_t limit = t->limit.last, gone = t->counts.stores - t->limit.stores_at_check;
+	uint64_t est = t->limit.rss_pages + t->limit.faults_since_check;
 
 	/* A group over its budget throttles its members the same way: a
 	 * member faulting its pages back faster than the group's reclaims
 	 * take them would otherwise keep the group over for good. */
-	if (t->group_over)
+	if (t->group.over)
 		return true;
 
 	if (!limit || !target_limited(t) || reclaim_limit_unreachable(t))
@@ -260,19 +260,19 @@ void reclaim_enforce_limits(struct daemon *d, bool tick)
 	for (struct target *t = d->targets; t; t = t->next) {
 		uint64_t kb, rss, slack, limit;
 
-		if (!target_limited(t) || t->dead || t->reclaim || t->batch || !t->agent_tid)
+		if (!target_limited(t) || t->dead || t->reclaim || t->evict.batch || !t->agent.tid)
 			continue;
 		/* The slack of the last limit seen: the percent one moves with RSS. */
-		slack = reclaim_slack(t->limit_bytes ? t->limit_bytes : t->last_limit);
-		if (!tick && t->faults_since_check * ZS_PAGE_SIZE < slack / 2)
+		slack = reclaim_slack(t->limit.bytes ? t->limit.bytes : t->limit.last);
+		if (!tick && t->limit.faults_since_check * ZS_PAGE_SIZE < slack / 2)
 			continue;
-		t->faults_since_check = 0;
+		t->limit.faults_since_check = 0;
 		if (proc_status_kb(t->pid, "RssAnon", &kb) < 0)
 			continue;
 		rss = kb * 1024;
-		t->rss_pages = rss / ZS_PAGE_SIZE;
-		t->stores_at_check = t->stores;
-		limit = t->last_limit = reclaim_limit_of(t, rss);
+		t->limit.rss_pages = rss / ZS_PAGE_SIZE;
+		t->limit.stores_at_check = t->counts.stores;
+		limit = t->limit.last = reclaim_limit_of(t, rss);
 		slack = reclaim_slack(limit);
 		if (rss <= limit + slack / 4)
 			continue;

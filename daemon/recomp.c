@@ -44,10 +44,10 @@ static int recomp_one(struct daemon *d, struct entry *e)
 	uint64_t handle, old;
 	int len, r;
 
-	r = entry_unpack(d, e, pool_map(d->pool, e->val), d->page_buf);
+	r = entry_unpack(d, e, pool_map(d->pool, e->val), d->buf.page);
 	if (r < 0)
 		return r;
-	len = comp_compress(d->recomp, d->page_buf, d->comp_buf, COMP_BOUND);
+	len = comp_compress(d->recomp.comp, d->buf.page, d->buf.comp, COMP_BOUND);
 	if (len < 0)
 		return len;
 	if ((unsigned)len > e->len - e->len / 8u) {
@@ -59,7 +59,7 @@ static int recomp_one(struct daemon *d, struct entry *e)
 	r = pool_alloc(d->pool, (size_t)len, &handle);
 	if (r < 0)
 		return r;
-	memcpy(pool_map(d->pool, handle), d->comp_buf, (size_t)len);
+	memcpy(pool_map(d->pool, handle), d->buf.comp, (size_t)len);
 	old = e->val;
 	d->st.compressed_bytes -= e->len - (unsigned)len;
 	d->st.recompressed_pages++;
@@ -80,9 +80,9 @@ static bool recomp_walking(struct daemon *d, uint64_t now)
 
 	if (l->cursor)
 		return true;
-	if (!l->head || now - d->recomp_walk_usec < (uint64_t)d->cfg.recompress_seconds * 1000000u)
+	if (!l->head || now - d->recomp.walk_usec < (uint64_t)d->cfg.pool.recompress_seconds * 1000000u)
 		return false;
-	d->recomp_walk_usec = now;
+	d->recomp.walk_usec = now;
 	l->cursor = l->head;
 	return true;
 }
@@ -93,9 +93,9 @@ void recomp_run(struct daemon *d)
 	uint64_t now = now_usec();
 	unsigned pages = 0, visits = 0;
 
-	if (!d->recomp || d->stopping || now - d->recomp_turn_usec < RECOMP_TURN_USEC)
+	if (!d->recomp.comp || d->stop.active || now - d->recomp.turn_usec < RECOMP_TURN_USEC)
 		return;
-	d->recomp_turn_usec = now;
+	d->recomp.turn_usec = now;
 	while (recomp_walking(d, now) && pages < RECOMP_PAGES_PER_TURN &&
 	       visits++ < RECOMP_VISITS_PER_TURN) {
 		struct entry *e = l->cursor;
@@ -118,24 +118,24 @@ void recomp_run(struct daemon *d)
 
 bool recomp_pending(const struct daemon *d)
 {
-	return d->recomp && !d->stopping && d->lru[ENTRY_LRU_COMP].cursor;
+	return d->recomp.comp && !d->stop.active && d->lru[ENTRY_LRU_COMP].cursor;
 }
 
 int recomp_open(struct daemon *d)
 {
 	int r;
 
-	if (d->cfg.recompressor == CFG_RECOMP_NONE || (int)d->cfg.recompressor == (int)d->cfg.compressor)
+	if (d->cfg.pool.recompressor == CFG_RECOMP_NONE || (int)d->cfg.pool.recompressor == (int)d->cfg.pool.compressor)
 		return 0; /* nothing denser to go to */
-	r = comp_new((enum comp_alg)d->cfg.recompressor, &d->recomp);
+	r = comp_new((enum comp_alg)d->cfg.pool.recompressor, &d->recomp.comp);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the recompressor %s: %m",
-				       comp_name((enum comp_alg)d->cfg.recompressor));
+				       comp_name((enum comp_alg)d->cfg.pool.recompressor));
 	return 0;
 }
 
 void recomp_close(struct daemon *d)
 {
-	comp_free(d->recomp);
-	d->recomp = NULL;
+	comp_free(d->recomp.comp);
+	d->recomp.comp = NULL;
 }

@@ -44,10 +44,10 @@ int restore_start(struct target *t, struct conn *c, uint32_t seq)
 		return -ENOMEM;
 	rs->conn = c;
 	rs->seq = seq;
-	rs->loads_before = t->loads;
+	rs->loads_before = t->counts.loads;
 	rs->left_at_pass = idx_count(t->idx);
-	t->limit_bytes = 0;
-	t->limit_set = true;
+	t->limit.bytes = 0;
+	t->limit.set = true;
 	reclaim_cancel(t, -ECANCELED);
 	t->restore = rs;
 	log_info("pid %d: restoring %zu evicted pages (limit lifted)", (int)t->pid,
@@ -65,7 +65,7 @@ void restore_finish(struct target *t, int err)
 	if (!rs)
 		return;
 	t->restore = NULL;
-	rep.restored_pages = t->loads - rs->loads_before;
+	rep.restored_pages = t->counts.loads - rs->loads_before;
 	rep.left_pages = t->dead ? 0 : idx_count(t->idx);
 	if (!t->dead)
 		proc_status_kb(t->pid, "RssAnon", &kb);
@@ -95,7 +95,7 @@ void restore_forget_conn(struct daemon *d, struct conn *c)
  * (pages that will be in the index once it commits), or reads under way. */
 static bool restore_waits(const struct target *t)
 {
-	return t->batch || (t->batch_parent && t->batch_parent->batch) || t->reads;
+	return t->evict.batch || (t->evict.batch_parent && t->evict.batch_parent->evict.batch) || t->swapin.reads;
 }
 
 /* A restore has pages to bring back now: not only waiting on reads, or on
@@ -103,7 +103,7 @@ static bool restore_waits(const struct target *t)
 bool restore_active(const struct daemon *d)
 {
 	for (const struct target *t = d->targets; t; t = t->next)
-		if (t->restore && idx_count(t->idx) && !t->reads && !evict_batch_stuck(t))
+		if (t->restore && idx_count(t->idx) && !t->swapin.reads && !evict_batch_stuck(t))
 			return true;
 	return false;
 }
@@ -186,7 +186,7 @@ void restore_unclaimed(struct daemon *d)
 
 	for (struct target *t = d->targets; t; t = t->next) {
 		if (!t->forked || t->conn || t->unclaimed || t->dead || t->restore ||
-		    now - t->started_usec < RESTORE_UNCLAIMED_USEC)
+		    now - t->counts.started_usec < RESTORE_UNCLAIMED_USEC)
 			continue;
 		t->unclaimed = true;
 		d->st.unclaimed_children++;

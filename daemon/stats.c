@@ -38,14 +38,14 @@ static void stats_derive(struct daemon *d, struct stats_derived *out)
 	/* How well the pool packs: compressed data / memory held, in percent. */
 	out->pool_packing_percent =
 		out->pool_total_size ? d->st.compressed_bytes * 100 / out->pool_total_size : 0;
-	out->pool_limit_bytes = d->pool_limit;
+	out->pool_limit_bytes = d->pool_limit.bytes;
 	out->swap_used_bytes = swapmap_used_bytes(d->swapmap);
 	out->pool_fragmented_bytes = pool_fragmented_bytes(d->pool);
 	/* What the bookkeeping itself costs, so the savings can be judged honestly. */
 	out->metadata_bytes = index_bytes + d->st.stored_pages * sizeof(struct entry);
 	out->journal_bytes = journal_bytes(d);
 	out->proactive_backed_off = proactive_backed_off(d);
-	for (const struct group *g = d->groups; g; g = g->next)
+	for (const struct group *g = d->groups.list; g; g = g->next)
 		out->groups++;
 }
 

@@ -43,28 +43,28 @@
 /* What surviving zswapd's death needs of a uffd, and of its staging (survive.c). */
 static uint64_t target_survive_features(const struct daemon *d)
 {
-	return d->fdstore ? UFFD_FEATURE_WP_UNPOPULATED : 0;
+	return d->persist.fdstore ? UFFD_FEATURE_WP_UNPOPULATED : 0;
 }
 
 bool target_marks(const struct target *t)
 {
-	return t->d->fdstore && (t->features & UFFD_FEATURE_WP_UNPOPULATED);
+	return t->d->persist.fdstore && (t->features & UFFD_FEATURE_WP_UNPOPULATED);
 }
 
 void target_set_staging_words(struct target *t)
 {
 	const struct daemon *d = t->d;
 
-	__atomic_store_n(ZS_STAGING_DAEMON(t->staging, t->staging_pages), (uint32_t)getpid(),
+	__atomic_store_n(ZS_STAGING_DAEMON(t->agent.staging, t->agent.staging_pages), (uint32_t)getpid(),
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(ZS_STAGING_REATTACH_SEC(t->staging, t->staging_pages),
-			 d->fdstore ? d->cfg.reattach_timeout_seconds : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(ZS_STAGING_REATTACH_SEC(t->agent.staging, t->agent.staging_pages),
+			 d->persist.fdstore ? d->cfg.survive.reattach_timeout_seconds : 0, __ATOMIC_RELEASE);
 }
 
 bool target_agent_marks(const struct target *t)
 {
-	return t->staging &&
-	       __atomic_load_n(ZS_STAGING_AGENT_MARKS(t->staging, t->staging_pages),
+	return t->agent.staging &&
+	       __atomic_load_n(ZS_STAGING_AGENT_MARKS(t->agent.staging, t->agent.staging_pages),
 			       __ATOMIC_ACQUIRE);
 }
 
@@ -92,9 +92,9 @@ static int target_alloc(struct daemon *d, int uffd,
 	t->uffd_w.fn = uffd_ready;
 	t->pidfd_w.fd = -1;
 	t->pidfd_w.fn = target_pidfd_ready;
-	t->staging_fd = -1;
-	t->started_usec = now_usec();
-	t->key = ++d->next_key;
+	t->agent.staging_fd = -1;
+	t->counts.started_usec = now_usec();
+	t->persist.key = ++d->persist.next_key;
 	r = idx_new(&t->idx);
 	if (r < 0)
 		goto fail_free;
@@ -116,7 +116,7 @@ fail_free:
  * harmless liveness probe: ESRCH once the mm is gone (target_mm_alive). */
 static int target_register_beacon(struct target *t)
 {
-	return uffd_register(t->uffd_w.fd, t->beacon, ZS_PAGE_SIZE);
+	return uffd_register(t->uffd_w.fd, t->agent.beacon, ZS_PAGE_SIZE);
 }
 
 /* Watches pidfd fd (ours now, closed on failure); -1 opens one of t->pid. */
@@ -145,9 +145,9 @@ static int target_name(struct target *t, pid_t pid, int pidfd)
 		t->comm[0] = '\0';
 	/* Its memory cgroup, for the groups it belongs to (group.c); a process
 	 * moved to another cgroup later is seen in its old one. */
-	if (cgroup_of_pid(pid, t->cgroup, sizeof(t->cgroup)) < 0)
-		t->cgroup[0] = '\0';
-	t->d->cgroups_changed = true; /* the loop looks for its cgroup's limit now */
+	if (cgroup_of_pid(pid, t->group.cgroup, sizeof(t->group.cgroup)) < 0)
+		t->group.cgroup[0] = '\0';
+	t->d->groups.cgroups_changed = true; /* the loop looks for its cgroup's limit now */
 	return target_watch_pid(t, pidfd);
 }
 
@@ -156,7 +156,7 @@ int target_set_pid(struct target *t, pid_t pid)
 	int r = target_name(t, pid, -1);
 
 	/* A forked child, named by its first fault: its pidfd into the store. */
-	if (r == 0 && t->journaled)
+	if (r == 0 && t->persist.journaled)
 		journal_target(t);
 	return r;
 }
@@ -175,16 +175,16 @@ static int target_map_staging(struct target *t, int fd, uint32_t pages)
 		close(fd);
 		return r;
 	}
-	t->staging_fd = fd;
-	t->staging = p;
-	t->staging_pages = pages;
+	t->agent.staging_fd = fd;
+	t->agent.staging = p;
+	t->agent.staging_pages = pages;
 	return 0;
 }
 
 /* A staging area of its own for a shim: where its agent copies pages out. */
 static int target_make_staging(struct target *t)
 {
-	uint32_t pages = t->d->cfg.evict_batch_pages;
+	uint32_t pages = t->d->cfg.agent.evict_batch_pages;
 	int fd, r;
 
 	fd = memfd_create("zswapd-staging", MFD_CLOEXEC);
@@ -207,16 +207,16 @@ int target_send_ready(struct target *t, bool forked)
 	struct zs_ready ready = { .page_size = ZS_PAGE_SIZE };
 	int fds[2], nfds = 1;
 
-	ready.staging_pages = t->staging_pages;
+	ready.staging_pages = t->agent.staging_pages;
 	/* UFFDIO_API reported what this kernel has: without MOVE, every move
 	 * would fail and be vetoed, and nothing would ever be evicted. */
-	if (t->d->cfg.agent_move && (t->features & UFFD_FEATURE_MOVE))
+	if (t->d->cfg.agent.agent_move && (t->features & UFFD_FEATURE_MOVE))
 		ready.flags |= ZS_READY_MOVE;
-	if (t->d->cfg.agent_follow_app)
+	if (t->d->cfg.agent.agent_follow_app)
 		ready.flags |= ZS_READY_FOLLOW;
 	if (target_marks(t))
 		ready.flags |= ZS_READY_MARK;
-	fds[0] = t->staging_fd;
+	fds[0] = t->agent.staging_fd;
 	if (forked)
 		fds[nfds++] = t->uffd_w.fd; /* the child keeps its own copy (hazard 2, docs/design.md) */
 	return proto_send(t->conn->w.fd, ZS_READY, 0, &ready, sizeof(ready), fds, nfds);
@@ -227,7 +227,7 @@ int target_adopt(struct target *t, struct conn *c)
 {
 	int r;
 
-	if (!t->staging) {
+	if (!t->agent.staging) {
 		r = target_make_staging(t);
 		if (r < 0)
 			return r;
@@ -239,7 +239,7 @@ int target_adopt(struct target *t, struct conn *c)
 	 * child gets one) and a connection that dies with us, and it would
 	 * abort at its next touch of an evicted page (hazard 8).  The next
 	 * zswapd sends READY again; a shim that had it ignores the second. */
-	t->ready_unsure = true;
+	t->persist.ready_unsure = true;
 	journal_target(t);
 	r = target_send_ready(t, c->hello_flags & ZS_HELLO_FORKED);
 	if (r < 0) {
@@ -248,7 +248,7 @@ int target_adopt(struct target *t, struct conn *c)
 		journal_conn_gone(t);
 		return r;
 	}
-	t->ready_unsure = false;
+	t->persist.ready_unsure = false;
 	journal_target(t);
 	return 0;
 }
@@ -272,7 +272,7 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 		return r;
 	}
 	t->features = features;
-	t->beacon = beacon;
+	t->agent.beacon = beacon;
 	r = target_register_beacon(t);
 	if (r < 0) {
 		log_warning_errno(r, "pid %d: cannot register beacon page: %m", (int)pid);
@@ -323,9 +323,9 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 	}
 	child->forked = true;
 	child->features = parent->features;
-	child->beacon = parent->beacon;
-	memcpy(child->excl, parent->excl, sizeof(child->excl));
-	child->nexcl = parent->nexcl;
+	child->agent.beacon = parent->agent.beacon;
+	memcpy(child->agent.excl, parent->agent.excl, sizeof(child->agent.excl));
+	child->agent.nexcl = parent->agent.nexcl;
 	memcpy(child->comm, parent->comm, sizeof(child->comm));
 	r = idx_walk(parent->idx, 0, IDX_PGNO_MAX, target_copy_one, child);
 	if (r < 0) {
@@ -378,7 +378,7 @@ int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, i
 
 uint64_t target_hot_window_ms(const struct target *t)
 {
-	return t->d->cfg.hot_window_seconds * 1000ull;
+	return t->d->cfg.policy.hot_window_seconds * 1000ull;
 }
 
 /*
@@ -389,7 +389,7 @@ uint64_t target_hot_window_ms(const struct target *t)
  */
 uint64_t target_hot_keep_ms(const struct target *t)
 {
-	uint64_t idle = target_limited(t) ? 0 : t->d->cfg.idle_evict_seconds * 1000ull;
+	uint64_t idle = target_limited(t) ? 0 : t->d->cfg.policy.idle_evict_seconds * 1000ull;
 
 	idle *= PROACTIVE_MAX_BACKOFF; /* as long as proactive eviction may leave it alone */
 	return idle > target_hot_window_ms(t) ? idle : target_hot_window_ms(t);
@@ -397,9 +397,9 @@ uint64_t target_hot_keep_ms(const struct target *t)
 
 uint64_t target_proactive_window_ms(const struct target *t)
 {
-	uint32_t ages = t->proactive_backoff > PROACTIVE_MIN_PROTECT ? t->proactive_backoff
+	uint32_t ages = t->proactive.backoff > PROACTIVE_MIN_PROTECT ? t->proactive.backoff
 								     : PROACTIVE_MIN_PROTECT;
-	uint64_t w = t->d->cfg.idle_evict_seconds * 1000ull * ages;
+	uint64_t w = t->d->cfg.policy.idle_evict_seconds * 1000ull * ages;
 
 	if (target_limited(t))
 		return target_hot_window_ms(t);
@@ -410,14 +410,14 @@ void target_note_stall(struct target *t, const struct uffd_msg *msg)
 {
 	uint32_t waited = (uint32_t)now_usec() - msg->reserved3;
 
-	t->stall_usec += waited;
+	t->counts.stall_usec += waited;
 	t->d->st.fault_stall_usec += waited;
 }
 
 void target_tick(struct target *t, uint64_t now_ms)
 {
-	rate_feed(&t->loads_rate, t->loads, now_ms);
-	rate_feed(&t->stall_rate, t->stall_usec, now_ms);
+	rate_feed(&t->counts.loads_rate, t->counts.loads, now_ms);
+	rate_feed(&t->counts.stall_rate, t->counts.stall_usec, now_ms);
 }
 
 /*
@@ -429,8 +429,8 @@ void target_tick(struct target *t, uint64_t now_ms)
 void target_note_refault(struct target *t, uint64_t addr, const struct entry *e)
 {
 	uint64_t now_ms = now_usec() / 1000, seen_ms;
-	uint32_t distance = (uint32_t)t->stores - e->stored_at;
-	uint64_t per_cycle = t->rss_pages / (distance ? distance : 1);
+	uint32_t distance = (uint32_t)t->counts.stores - e->stored_at;
+	uint64_t per_cycle = t->limit.rss_pages / (distance ? distance : 1);
 	struct loadlog_entry le = {
 		.pgno = addr >> ZS_PAGE_SHIFT,
 		.when_ms = now_ms,
@@ -470,7 +470,7 @@ void target_note_poor(struct target *t, uint64_t addr)
 {
 	uint64_t keep = target_hot_keep_ms(t);
 
-	hot_note(&t->poor, addr >> ZS_PAGE_SHIFT, now_usec() / 1000,
+	hot_note(&t->evict.poor, addr >> ZS_PAGE_SHIFT, now_usec() / 1000,
 		 keep > TARGET_POOR_WINDOW_MS ? keep : TARGET_POOR_WINDOW_MS);
 }
 
@@ -511,9 +511,9 @@ uint64_t target_scratch(const struct target *t, uint64_t *ret_start)
 	const volatile uint64_t *pub;
 	uint64_t len;
 
-	if (!t->staging)
+	if (!t->agent.staging)
 		return 0;
-	pub = ZS_STAGING_SCRATCH(t->staging, t->staging_pages);
+	pub = ZS_STAGING_SCRATCH(t->agent.staging, t->agent.staging_pages);
 	len = __atomic_load_n(&pub[1], __ATOMIC_ACQUIRE);
 	if (ret_start)
 		*ret_start = __atomic_load_n(&pub[0], __ATOMIC_RELAXED);
@@ -522,9 +522,9 @@ uint64_t target_scratch(const struct target *t, uint64_t *ret_start)
 
 bool target_mm_alive(struct target *t)
 {
-	if (t->beacon == 0)
+	if (t->agent.beacon == 0)
 		return true;
-	return uffd_writeprotect(t->uffd_w.fd, t->beacon, ZS_PAGE_SIZE, false) != -ESRCH;
+	return uffd_writeprotect(t->uffd_w.fd, t->agent.beacon, ZS_PAGE_SIZE, false) != -ESRCH;
 }
 
 uint64_t target_evicted_pages(const struct target *t)
@@ -541,10 +541,10 @@ int target_insert(struct target *t, uint64_t addr, struct entry *e)
 	if (r < 0)
 		return r;
 	if (old) {
-		t->compressed_bytes -= ((struct entry *)old)->len;
+		t->counts.compressed_bytes -= ((struct entry *)old)->len;
 		entry_put(t->d, old);
 	}
-	t->compressed_bytes += e->len;
+	t->counts.compressed_bytes += e->len;
 	return 0;
 }
 
@@ -554,8 +554,8 @@ static int target_invalidate_one(uint64_t pgno, void *val, void *arg)
 	struct entry *e = val;
 
 	idx_erase(t->idx, pgno);
-	t->compressed_bytes -= e->len;
-	t->invalidates++;
+	t->counts.compressed_bytes -= e->len;
+	t->counts.invalidates++;
 	t->d->st.invalidates++;
 	entry_put(t->d, e);
 	return 0;
@@ -596,20 +596,20 @@ void target_free(struct target *t)
 		watch_del(d->epfd, &t->pidfd_w);
 		close(t->pidfd_w.fd);
 	}
-	if (t->staging)
-		munmap(t->staging, ((size_t)t->staging_pages + 1) * ZS_PAGE_SIZE);
-	if (t->staging_fd >= 0)
-		close(t->staging_fd);
+	if (t->agent.staging)
+		munmap(t->agent.staging, ((size_t)t->agent.staging_pages + 1) * ZS_PAGE_SIZE);
+	if (t->agent.staging_fd >= 0)
+		close(t->agent.staging_fd);
 	idx_free(t->idx, target_drop_entry, d);
-	free(t->vmas);
-	free(t->maps);
-	free(t->registered);
+	free(t->layout.vmas);
+	free(t->layout.maps);
+	free(t->layout.registered);
 	hot_free(&t->hot);
 	loadlog_free(&t->loads_log);
-	hot_free(&t->poor);
-	free(t->retry);
-	free(t->unprotect);
-	free(t->throttled);
+	hot_free(&t->evict.poor);
+	free(t->waits.retry);
+	free(t->waits.unprotect);
+	free(t->waits.throttled);
 	free(t);
 }
 
@@ -617,12 +617,12 @@ void target_free(struct target *t)
 
 static size_t target_registered_at(const struct target *t, uint64_t start)
 {
-	size_t lo = 0, hi = t->nregistered;
+	size_t lo = 0, hi = t->layout.nregistered;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (t->registered[mid].start < start)
+		if (t->layout.registered[mid].start < start)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -643,24 +643,24 @@ int target_register(struct target *t, uint64_t start, uint64_t end)
 	size_t i = target_registered_at(t, start);
 	int r;
 
-	if (i < t->nregistered && t->registered[i].start == start && t->registered[i].end == end)
+	if (i < t->layout.nregistered && t->layout.registered[i].start == start && t->layout.registered[i].end == end)
 		return 0;
 	r = uffd_register(t->uffd_w.fd, start, end - start);
 	if (r < 0)
 		return r;
-	if (t->nregistered == t->registered_cap) {
-		size_t cap = t->registered_cap ? t->registered_cap * 2 : 64;
-		struct vma *v = realloc(t->registered, cap * sizeof(*v));
+	if (t->layout.nregistered == t->layout.registered_cap) {
+		size_t cap = t->layout.registered_cap ? t->layout.registered_cap * 2 : 64;
+		struct vma *v = realloc(t->layout.registered, cap * sizeof(*v));
 
 		if (!v)
 			return 0; /* registered, just not remembered */
-		t->registered = v;
-		t->registered_cap = cap;
+		t->layout.registered = v;
+		t->layout.registered_cap = cap;
 	}
-	memmove(t->registered + i + 1, t->registered + i,
-		(t->nregistered - i) * sizeof(*t->registered));
-	t->registered[i] = (struct vma){ start, end };
-	t->nregistered++;
+	memmove(t->layout.registered + i + 1, t->layout.registered + i,
+		(t->layout.nregistered - i) * sizeof(*t->layout.registered));
+	t->layout.registered[i] = (struct vma){ start, end };
+	t->layout.nregistered++;
 	return 0;
 }
 
@@ -674,8 +674,8 @@ void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e)
 {
 	journal_unlink(t, addr);
 	idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
-	t->compressed_bytes -= e->len;
-	t->loads++;
+	t->counts.compressed_bytes -= e->len;
+	t->counts.loads++;
 	t->d->st.loads++;
 	entry_put(t->d, e);
 }
@@ -713,16 +713,16 @@ int target_fill_checked(struct target *t, uint64_t addr, int r)
 
 static int target_unprotect_push(struct target *t, uint64_t addr, uint64_t len)
 {
-	if (t->nunprotect == t->unprotect_cap) {
-		uint32_t cap = t->unprotect_cap ? t->unprotect_cap * 2 : 16;
-		struct uffdio_range *u = realloc(t->unprotect, cap * sizeof(*u));
+	if (t->waits.nunprotect == t->waits.unprotect_cap) {
+		uint32_t cap = t->waits.unprotect_cap ? t->waits.unprotect_cap * 2 : 16;
+		struct uffdio_range *u = realloc(t->waits.unprotect, cap * sizeof(*u));
 
 		if (!u)
 			return -ENOMEM;
-		t->unprotect = u;
-		t->unprotect_cap = cap;
+		t->waits.unprotect = u;
+		t->waits.unprotect_cap = cap;
 	}
-	t->unprotect[t->nunprotect++] = (struct uffdio_range){ .start = addr, .len = len };
+	t->waits.unprotect[t->waits.nunprotect++] = (struct uffdio_range){ .start = addr, .len = len };
 	return 0;
 }
 
@@ -751,26 +751,26 @@ int target_unprotect(struct target *t, uint64_t addr, uint64_t len)
 int target_unprotect_cancel(struct target *t, uint64_t addr, uint64_t len)
 {
 	uint64_t end = addr + len;
-	uint32_t n = t->nunprotect, kept = 0;
+	uint32_t n = t->waits.nunprotect, kept = 0;
 	int r = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct uffdio_range u = t->unprotect[i];
+		struct uffdio_range u = t->waits.unprotect[i];
 		uint64_t u_end = u.start + u.len;
 
 		if (u_end <= addr || u.start >= end)
 			continue;
 		/* The left part stays in place, the right part goes to the end. */
-		t->unprotect[i].len = u.start < addr ? addr - u.start : 0;
+		t->waits.unprotect[i].len = u.start < addr ? addr - u.start : 0;
 		if (u_end > end && target_unprotect_push(t, end, u_end - end) < 0) {
 			r = -ENOMEM;
 			uffd_wake(t->uffd_w.fd, end, u_end - end);
 		}
 	}
-	for (uint32_t i = 0; i < t->nunprotect; i++)
-		if (t->unprotect[i].len)
-			t->unprotect[kept++] = t->unprotect[i];
-	t->nunprotect = kept;
+	for (uint32_t i = 0; i < t->waits.nunprotect; i++)
+		if (t->waits.unprotect[i].len)
+			t->waits.unprotect[kept++] = t->waits.unprotect[i];
+	t->waits.nunprotect = kept;
 	return r;
 }
 
@@ -779,16 +779,16 @@ void target_unprotect_retry(struct target *t)
 {
 	uint32_t kept = 0;
 
-	for (uint32_t i = 0; i < t->nunprotect; i++) {
-		struct uffdio_range *u = &t->unprotect[i];
+	for (uint32_t i = 0; i < t->waits.nunprotect; i++) {
+		struct uffdio_range *u = &t->waits.unprotect[i];
 		int r = uffd_writeprotect(t->uffd_w.fd, u->start, u->len, false);
 
 		if (r == -EAGAIN)
-			t->unprotect[kept++] = *u;
+			t->waits.unprotect[kept++] = *u;
 		else if (r < 0)
 			uffd_wake(t->uffd_w.fd, u->start, u->len);
 	}
-	t->nunprotect = kept;
+	t->waits.nunprotect = kept;
 }
 
 /*
@@ -798,5 +798,5 @@ void target_unprotect_retry(struct target *t)
  */
 bool target_limited(const struct target *t)
 {
-	return t->limit_set ? t->limit_bytes != 0 : t->d->cfg.default_limit_percent != 0;
+	return t->limit.set ? t->limit.bytes != 0 : t->d->cfg.policy.default_limit_percent != 0;
 }

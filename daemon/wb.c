@@ -181,8 +181,8 @@ fail:
 
 static bool wb_pool_over_threshold(struct daemon *d)
 {
-	return d->pool_limit &&
-	       entry_pool_size(d) * 100 > d->pool_limit * d->cfg.accept_threshold_percent;
+	return d->pool_limit.bytes &&
+	       entry_pool_size(d) * 100 > d->pool_limit.bytes * d->cfg.pool.accept_threshold_percent;
 }
 
 /*
@@ -237,7 +237,7 @@ void wb_run(struct daemon *d)
 
 	if (wb && wb->nheld && now_usec() >= wb->held_until)
 		wb_release_held(d);
-	if (!wb || d->stopping || now_usec() < wb->backoff_until)
+	if (!wb || d->stop.active || now_usec() < wb->backoff_until)
 		return;
 	while (wb->inflight < WB_WRITE_BLOCKS && entry_lru_next(d)->head && wb_pool_over_threshold(d)) {
 		r = wb_write_one(d);
@@ -339,22 +339,22 @@ int wb_read(struct target *t, uint64_t addr, struct entry *e)
 		return r;
 	}
 	e->reads++;
-	io->next_read = t->reads;
-	t->reads = io;
+	io->next_read = t->swapin.reads;
+	t->swapin.reads = io;
 	return 0;
 }
 
 /* The target is going away: its reads complete into nothing. */
 void wb_forget_target(struct target *t)
 {
-	for (struct wb_io *io = t->reads; io; io = io->next_read)
+	for (struct wb_io *io = t->swapin.reads; io; io = io->next_read)
 		io->target = NULL;
-	t->reads = NULL;
+	t->swapin.reads = NULL;
 }
 
 static void wb_unlink_read(struct target *t, struct wb_io *io)
 {
-	for (struct wb_io **pp = &t->reads; *pp; pp = &(*pp)->next_read) {
+	for (struct wb_io **pp = &t->swapin.reads; *pp; pp = &(*pp)->next_read) {
 		if (*pp == io) {
 			*pp = io->next_read;
 			return;
@@ -382,7 +382,7 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 		goto out;
 	}
 	r = res == (int)io->len
-		    ? entry_unpack(d, e, io->buf + e->disk % WB_BLOCK - io->off, d->page_buf)
+		    ? entry_unpack(d, e, io->buf + e->disk % WB_BLOCK - io->off, d->buf.page)
 		    : -EIO;
 	if (r < 0) {
 		/* The data is gone.  Poisoning makes the access SIGBUS, as a
@@ -400,17 +400,17 @@ static void wb_read_done(struct daemon *d, struct wb_io *io, int res)
 			 * (EEXIST), which kills the target. */
 			journal_unlink(t, addr);
 			idx_erase(t->idx, addr >> ZS_PAGE_SHIFT);
-			t->compressed_bytes -= e->len;
+			t->counts.compressed_bytes -= e->len;
 			entry_put(d, e);
 		}
 		goto out;
 	}
 	d->st.swap_reads++;
 	d->st.swap_read_bytes += io->len;
-	r = target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, d->page_buf, true));
+	r = target_fill_checked(t, addr, uffd_copy(t->uffd_w.fd, addr, d->buf.page, true));
 	if (r == 0 || r == -EEXIST) {
 		target_page_loaded(t, addr, e);
-		t->faults_since_check++;
+		t->limit.faults_since_check++;
 	}
 	if (r != 0)
 		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE); /* it faults again and we try again */
@@ -450,12 +450,12 @@ bool wb_read_room(const struct daemon *d)
 void wb_readahead(struct target *t, uint64_t addr)
 {
 	struct daemon *d = t->d;
-	bool sequential = t->last_swapin + ZS_PAGE_SIZE == addr;
+	bool sequential = t->swapin.last_addr + ZS_PAGE_SIZE == addr;
 
-	t->last_swapin = addr;
+	t->swapin.last_addr = addr;
 	if (!d->wb || !sequential)
 		return;
-	for (unsigned i = 1; i <= d->cfg.readahead_pages; i++) {
+	for (unsigned i = 1; i <= d->cfg.swap.readahead_pages; i++) {
 		struct entry *e = idx_lookup(t->idx, (addr >> ZS_PAGE_SHIFT) + i);
 
 		if (!wb_read_room(d))
@@ -478,7 +478,7 @@ static void wb_readahead_done(struct daemon *d, struct wb_io *io, int res)
 	 * given up, perhaps written back elsewhere), and room in the pool?
 	 */
 	if (res == (int)WB_BLOCK && e->refs > 1 && e->where == ENTRY_ON_DISK && !e->reads &&
-	    entry_pool_size(d) + e->len <= d->pool_limit &&
+	    entry_pool_size(d) + e->len <= d->pool_limit.bytes &&
 	    pool_alloc(d->pool, e->len, &handle) == 0) {
 		memcpy(pool_map(d->pool, handle), io->buf + e->disk % WB_BLOCK, e->len);
 		e->val = handle;
@@ -555,21 +555,21 @@ static unsigned wb_read_align(int fd)
 
 int wb_open(struct daemon *d)
 {
-	const char *path = d->cfg.swap_file;
+	const char *path = d->cfg.swap.swap_file;
 	uint64_t nblocks;
 	struct wb *wb;
 	struct stat st;
 	int r;
 
-	if (!path[0] || !d->cfg.swap_file_size)
+	if (!path[0] || !d->cfg.swap.swap_file_size)
 		return 0;
 	wb = calloc(1, sizeof(*wb));
 	if (!wb)
 		return -ENOMEM;
 	/* An upgrade hands its descriptor on: the file holds pages (handover_load.c). */
-	wb->fd = d->kept_swap_fd >= 0 ? d->kept_swap_fd
+	wb->fd = d->upgrade.kept_swap_fd >= 0 ? d->upgrade.kept_swap_fd
 				      : open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	d->kept_swap_fd = -1;
+	d->upgrade.kept_swap_fd = -1;
 	if (wb->fd < 0) {
 		r = log_error_errno(-errno, "Failed to open swap file %s: %m", path);
 		goto fail_free;
@@ -580,7 +580,7 @@ int wb_open(struct daemon *d)
 	}
 	fchmod(wb->fd, 0600);
 	wb->read_align = wb_read_align(wb->fd);
-	nblocks = d->cfg.swap_file_size / WB_BLOCK;
+	nblocks = d->cfg.swap.swap_file_size / WB_BLOCK;
 	r = fallocate(wb->fd, 0, 0, (off_t)(nblocks * WB_BLOCK));
 	if (r < 0) {
 		/* A sparse file still works until the disk fills; writes then fail

@@ -28,30 +28,30 @@ int fdstore_load(struct daemon *d)
 
 	if (n <= 0)
 		return n;
-	d->handed = calloc((size_t)n, sizeof(*d->handed));
-	if (!d->handed) {
+	d->persist.handed = calloc((size_t)n, sizeof(*d->persist.handed));
+	if (!d->persist.handed) {
 		for (int i = 0; i < n; i++)
 			free(names[i]);
 		free(names);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {
-		d->handed[i].name = names[i];
-		d->handed[i].fd = SD_LISTEN_FDS_START + i;
-		fcntl(d->handed[i].fd, F_SETFD, FD_CLOEXEC);
+		d->persist.handed[i].name = names[i];
+		d->persist.handed[i].fd = SD_LISTEN_FDS_START + i;
+		fcntl(d->persist.handed[i].fd, F_SETFD, FD_CLOEXEC);
 	}
-	d->nhanded = (size_t)n;
+	d->persist.nhanded = (size_t)n;
 	free(names);
 	return n;
 }
 
 int fdstore_take(struct daemon *d, const char *name)
 {
-	for (size_t i = 0; i < d->nhanded; i++) {
-		int fd = d->handed[i].fd;
+	for (size_t i = 0; i < d->persist.nhanded; i++) {
+		int fd = d->persist.handed[i].fd;
 
-		if (fd >= 0 && !strcmp(d->handed[i].name, name)) {
-			d->handed[i].fd = -1;
+		if (fd >= 0 && !strcmp(d->persist.handed[i].name, name)) {
+			d->persist.handed[i].fd = -1;
 			return fd;
 		}
 	}
@@ -60,20 +60,20 @@ int fdstore_take(struct daemon *d, const char *name)
 
 int fdstore_take_listener(struct daemon *d, int *ret_fd)
 {
-	size_t found = d->nhanded;
+	size_t found = d->persist.nhanded;
 
-	for (size_t i = 0; i < d->nhanded; i++) {
-		if (d->handed[i].fd < 0 ||
-		    sd_is_socket_unix(d->handed[i].fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
+	for (size_t i = 0; i < d->persist.nhanded; i++) {
+		if (d->persist.handed[i].fd < 0 ||
+		    sd_is_socket_unix(d->persist.handed[i].fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
 			continue;
-		if (found < d->nhanded)
+		if (found < d->persist.nhanded)
 			return -EINVAL;
 		found = i;
 	}
-	if (found == d->nhanded)
+	if (found == d->persist.nhanded)
 		return 0;
-	*ret_fd = d->handed[found].fd;
-	d->handed[found].fd = -1;
+	*ret_fd = d->persist.handed[found].fd;
+	d->persist.handed[found].fd = -1;
 	return 1;
 }
 
@@ -82,24 +82,24 @@ void fdstore_each(struct daemon *d, const char *prefix,
 {
 	size_t len = strlen(prefix);
 
-	for (size_t i = 0; i < d->nhanded; i++)
-		if (d->handed[i].fd >= 0 && !strncmp(d->handed[i].name, prefix, len))
-			cb(d, d->handed[i].name, d->handed[i].fd, arg);
+	for (size_t i = 0; i < d->persist.nhanded; i++)
+		if (d->persist.handed[i].fd >= 0 && !strncmp(d->persist.handed[i].name, prefix, len))
+			cb(d, d->persist.handed[i].name, d->persist.handed[i].fd, arg);
 }
 
 void fdstore_forget_rest(struct daemon *d)
 {
-	for (size_t i = 0; i < d->nhanded; i++) {
-		if (d->handed[i].fd >= 0) {
-			log_debug("fd store: %s is not ours any more", d->handed[i].name);
-			fdstore_drop(d, d->handed[i].name);
-			close(d->handed[i].fd);
+	for (size_t i = 0; i < d->persist.nhanded; i++) {
+		if (d->persist.handed[i].fd >= 0) {
+			log_debug("fd store: %s is not ours any more", d->persist.handed[i].name);
+			fdstore_drop(d, d->persist.handed[i].name);
+			close(d->persist.handed[i].fd);
 		}
-		free(d->handed[i].name);
+		free(d->persist.handed[i].name);
 	}
-	free(d->handed);
-	d->handed = NULL;
-	d->nhanded = 0;
+	free(d->persist.handed);
+	d->persist.handed = NULL;
+	d->persist.nhanded = 0;
 }
 
 int fdstore_put(struct daemon *d, const char *name, int fd)
@@ -107,7 +107,7 @@ int fdstore_put(struct daemon *d, const char *name, int fd)
 	char msg[128];
 	int r;
 
-	if (!d->fdstore)
+	if (!d->persist.fdstore)
 		return 0;
 	/* One descriptor per name: a zswapd killed half-way through taking
 	 * over may have stored this name already, for something else. */
@@ -123,7 +123,7 @@ void fdstore_drop(struct daemon *d, const char *name)
 {
 	char msg[128];
 
-	if (!d->fdstore)
+	if (!d->persist.fdstore)
 		return;
 	snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
 	sd_notify(0, msg);

@@ -125,27 +125,27 @@ int handover_prepare(struct daemon *d, int fd)
 	/* What the image was made with stands, whatever the config says now. */
 	if (comp_parse(h.compressor, &alg) < 0)
 		return log_error_errno(-EPROTO, "Handover: unknown compressor %s", h.compressor);
-	if (alg != d->cfg.compressor)
+	if (alg != d->cfg.pool.compressor)
 		log_warning("handover: keeping compressor %s, which the pool is in", h.compressor);
-	d->cfg.compressor = alg;
+	d->cfg.pool.compressor = alg;
 	if (h.recompressor[0]) {
 		if (comp_parse(h.recompressor, &alg) < 0)
 			return log_error_errno(-EPROTO, "Handover: unknown compressor %s",
 					       h.recompressor);
-		d->cfg.recompressor = (int)alg;
+		d->cfg.pool.recompressor = (int)alg;
 	}
-	d->cfg.evict_batch_pages = h.evict_batch_pages;
+	d->cfg.agent.evict_batch_pages = h.evict_batch_pages;
 	memcpy(d->cfg.socket, h.socket, sizeof(d->cfg.socket));
-	if (h.swap_fd >= 0 && (strcmp(h.swap_file, d->cfg.swap_file) ||
-			       h.swap_file_size != d->cfg.swap_file_size))
+	if (h.swap_fd >= 0 && (strcmp(h.swap_file, d->cfg.swap.swap_file) ||
+			       h.swap_file_size != d->cfg.swap.swap_file_size))
 		log_warning("handover: keeping swap file %s, which holds pages", h.swap_file);
-	memcpy(d->cfg.swap_file, h.swap_file, sizeof(d->cfg.swap_file));
-	d->cfg.swap_file_size = h.swap_fd >= 0 ? h.swap_file_size : 0;
-	d->kept_swap_fd = ho_own(h.swap_fd);
+	memcpy(d->cfg.swap.swap_file, h.swap_file, sizeof(d->cfg.swap.swap_file));
+	d->cfg.swap.swap_file_size = h.swap_fd >= 0 ? h.swap_file_size : 0;
+	d->upgrade.kept_swap_fd = ho_own(h.swap_fd);
 	d->listen_w.fd = ho_own(h.listen_fd);
-	d->socket_activated = h.socket_activated;
+	d->sd.socket_activated = h.socket_activated;
 	d->next_batch_id = h.next_batch_id;
-	d->handover_fd = fd;
+	d->upgrade.handover_fd = fd;
 	return 0;
 }
 
@@ -302,8 +302,8 @@ static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_head
 		pool_adopt_done(d->pool);
 		/* Hazard 6: the pool locked again, as the old binary had it; by
 		 * the loop, a few MiB a turn, so that no fault waits for it. */
-		d->pool_locking = d->cfg.mlock;
-		d->pool_lock_usec = now_usec();
+		d->turn.pool_locking = d->cfg.mlock;
+		d->turn.pool_lock_usec = now_usec();
 	}
 	return ho_account_entries(d, l);
 }
@@ -328,23 +328,23 @@ static int ho_load_target(struct daemon *d, struct ho_in *in, struct ho_loaded *
 	t->uid = ht.uid;
 	memcpy(t->comm, ht.comm, sizeof(t->comm));
 	t->comm[sizeof(t->comm) - 1] = '\0';
-	t->agent_tid = ht.agent_tid;
-	t->beacon = ht.beacon;
-	t->nexcl = ht.nexcl;
-	memcpy(t->excl, ht.excl, sizeof(t->excl));
+	t->agent.tid = ht.agent_tid;
+	t->agent.beacon = ht.beacon;
+	t->agent.nexcl = ht.nexcl;
+	memcpy(t->agent.excl, ht.excl, sizeof(t->agent.excl));
 	t->forked = ht.forked;
 	t->unclaimed = ht.unclaimed;
-	t->limit_set = ht.limit_set;
-	t->limit_bytes = ht.limit_bytes;
-	t->mismoves_seen = ht.mismoves_seen;
-	t->scan_cursor = ht.scan_cursor;
-	t->stores = ht.stores;
-	t->loads = ht.loads;
-	t->invalidates = ht.invalidates;
-	t->stall_usec = ht.stall_usec;
-	t->started_usec = ht.started_usec;
-	t->stored_bytes = ht.stored_bytes;
-	t->refused = ht.refused;
+	t->limit.set = ht.limit_set;
+	t->limit.bytes = ht.limit_bytes;
+	t->agent.mismoves_seen = ht.mismoves_seen;
+	t->evict.scan_cursor = ht.scan_cursor;
+	t->counts.stores = ht.stores;
+	t->counts.loads = ht.loads;
+	t->counts.invalidates = ht.invalidates;
+	t->counts.stall_usec = ht.stall_usec;
+	t->counts.started_usec = ht.started_usec;
+	t->counts.stored_bytes = ht.stored_bytes;
+	t->counts.refused = ht.refused;
 	for (uint64_t i = 0; i < ht.npages; i++) {
 		struct ho_page p;
 		struct entry *e;
@@ -448,14 +448,14 @@ static void ho_restore_unclaimed(struct ho_loaded *l)
 
 int handover_load(struct daemon *d)
 {
-	struct ho_in in = { .fd = d->handover_fd };
+	struct ho_in in = { .fd = d->upgrade.handover_fd };
 	struct ho_loaded l = { 0 };
 	struct ho_group *groups = NULL;
 	struct ho_header h;
 	uint64_t pages = 0, start = now_usec();
 	int r;
 
-	r = ho_header_read(d->handover_fd, &h);
+	r = ho_header_read(d->upgrade.handover_fd, &h);
 	if (r < 0)
 		return r;
 	in.off = ho_header_size(&h);
@@ -498,8 +498,8 @@ out:
 	/* On failure what was rebuilt is left as it is: the caller exits. */
 	if (r < 0)
 		log_error_errno(r, "Failed to read the handover image: %m");
-	close(d->handover_fd);
-	d->handover_fd = -1;
+	close(d->upgrade.handover_fd);
+	d->upgrade.handover_fd = -1;
 	free(in.buf);
 	free(l.ents);
 	free(l.by_handle);

@@ -176,7 +176,7 @@ static uint32_t ho_save_groups(struct daemon *d, struct ho_out *o)
 {
 	uint32_t n = 0;
 
-	for (struct group *g = d->groups; g; g = g->next) {
+	for (struct group *g = d->groups.list; g; g = g->next) {
 		struct ho_group hg = { .budget = g->budget };
 
 		if (!g->budget) /* a followed cgroup limit is found again */
@@ -236,21 +236,21 @@ static uint32_t ho_save_targets(struct daemon *d, struct ho_ids *ids, struct ho_
 	for (struct target *t = d->targets; t; t = t->next) {
 		struct ho_target ht = {
 			.pid = t->pid, .uid = t->uid, .uffd = t->uffd_w.fd, .pidfd = t->pidfd_w.fd,
-			.staging_fd = t->staging_fd, .staging_pages = t->staging_pages,
-			.agent_tid = t->agent_tid, .nexcl = t->nexcl, .features = t->features,
-			.beacon = t->beacon, .forked = t->forked, .unclaimed = t->unclaimed,
-			.limit_set = t->limit_set, .mismoves_seen = t->mismoves_seen,
-			.scan_cursor = t->scan_cursor, .limit_bytes = t->limit_bytes,
-			.stores = t->stores, .loads = t->loads, .invalidates = t->invalidates,
-			.stall_usec = t->stall_usec, .started_usec = t->started_usec,
-			.stored_bytes = t->stored_bytes, .refused = t->refused,
+			.staging_fd = t->agent.staging_fd, .staging_pages = t->agent.staging_pages,
+			.agent_tid = t->agent.tid, .nexcl = t->agent.nexcl, .features = t->features,
+			.beacon = t->agent.beacon, .forked = t->forked, .unclaimed = t->unclaimed,
+			.limit_set = t->limit.set, .mismoves_seen = t->agent.mismoves_seen,
+			.scan_cursor = t->evict.scan_cursor, .limit_bytes = t->limit.bytes,
+			.stores = t->counts.stores, .loads = t->counts.loads, .invalidates = t->counts.invalidates,
+			.stall_usec = t->counts.stall_usec, .started_usec = t->counts.started_usec,
+			.stored_bytes = t->counts.stored_bytes, .refused = t->counts.refused,
 			.npages = idx_count(t->idx),
 		};
 
 		if (t->dead)
 			continue;
 		memcpy(ht.comm, t->comm, sizeof(ht.comm));
-		memcpy(ht.excl, t->excl, sizeof(ht.excl));
+		memcpy(ht.excl, t->agent.excl, sizeof(ht.excl));
 		ho_put(o, &ht, sizeof(ht));
 		idx_walk(t->idx, 0, IDX_PGNO_MAX, ho_save_page, &ctx);
 		n++;
@@ -315,7 +315,7 @@ static void ho_keep_fds(struct daemon *d, int flags)
 			continue;
 		ho_keep_fd(t->uffd_w.fd, flags);
 		ho_keep_fd(t->pidfd_w.fd, flags);
-		ho_keep_fd(t->staging_fd, flags);
+		ho_keep_fd(t->agent.staging_fd, flags);
 	}
 	for (struct conn *c = d->conns; c; c = c->next)
 		if (ho_conn_kept(c))
@@ -330,9 +330,9 @@ void handover_cancel(struct daemon *d)
 int handover_save(struct daemon *d, int fd)
 {
 	struct ho_header h = { .version = HANDOVER_VERSION, .page_size = ZS_PAGE_SIZE,
-			       .evict_batch_pages = d->cfg.evict_batch_pages,
-			       .listen_fd = d->listen_w.fd, .socket_activated = d->socket_activated,
-			       .swap_fd = wb_fd(d), .swap_file_size = d->cfg.swap_file_size,
+			       .evict_batch_pages = d->cfg.agent.evict_batch_pages,
+			       .listen_fd = d->listen_w.fd, .socket_activated = d->sd.socket_activated,
+			       .swap_fd = wb_fd(d), .swap_file_size = d->cfg.swap.swap_file_size,
 			       .pool_fd = pool_fd(d->pool),
 			       .next_batch_id = d->next_batch_id, .saved_usec = now_usec() };
 	struct ho_out o = { .fd = fd, .off = sizeof(h) };
@@ -340,11 +340,11 @@ int handover_save(struct daemon *d, int fd)
 	int r;
 
 	memcpy(h.magic, HANDOVER_MAGIC, sizeof(h.magic));
-	snprintf(h.compressor, sizeof(h.compressor), "%s", comp_name(d->cfg.compressor));
-	if (d->recomp)
+	snprintf(h.compressor, sizeof(h.compressor), "%s", comp_name(d->cfg.pool.compressor));
+	if (d->recomp.comp)
 		snprintf(h.recompressor, sizeof(h.recompressor), "%s",
-			 comp_name((enum comp_alg)d->cfg.recompressor));
-	memcpy(h.swap_file, d->cfg.swap_file, sizeof(h.swap_file));
+			 comp_name((enum comp_alg)d->cfg.pool.recompressor));
+	memcpy(h.swap_file, d->cfg.swap.swap_file, sizeof(h.swap_file));
 	memcpy(h.socket, d->cfg.socket, sizeof(h.socket));
 	o.buf = malloc(HANDOVER_BUF);
 	r = o.buf ? ho_ids_build(d, &ids) : -ENOMEM;

@@ -114,9 +114,9 @@ static void journal_append(struct daemon *d, enum jr_type type, const void *a, s
 {
 	int r;
 
-	if (!d->journal)
+	if (!d->persist.journal)
 		return;
-	r = journal_put(d->journal, type, a, alen, b, blen);
+	r = journal_put(d->persist.journal, type, a, alen, b, blen);
 	if (r < 0)
 		journal_lost(d, r);
 }
@@ -136,17 +136,17 @@ static void journal_pack_entry(const struct entry *e, struct jr_entry *je)
 static void journal_pack_target(const struct target *t, struct jr_target *jt)
 {
 	*jt = (struct jr_target){
-		.key = t->key, .pid = t->pid, .uid = t->uid, .features = t->features,
-		.beacon = t->beacon, .staging_pages = t->staging_pages, .agent_tid = t->agent_tid,
-		.nexcl = t->nexcl, .forked = t->forked, .limit_set = t->limit_set,
-		.has_conn = t->conn != NULL, .ready_unsure = t->ready_unsure,
-		.limit_bytes = t->limit_bytes,
-		.scan_cursor = t->scan_cursor, .started_usec = t->started_usec,
-		.stores = t->stores, .loads = t->loads, .invalidates = t->invalidates,
-		.stored_bytes = t->stored_bytes, .refused = t->refused,
+		.key = t->persist.key, .pid = t->pid, .uid = t->uid, .features = t->features,
+		.beacon = t->agent.beacon, .staging_pages = t->agent.staging_pages, .agent_tid = t->agent.tid,
+		.nexcl = t->agent.nexcl, .forked = t->forked, .limit_set = t->limit.set,
+		.has_conn = t->conn != NULL, .ready_unsure = t->persist.ready_unsure,
+		.limit_bytes = t->limit.bytes,
+		.scan_cursor = t->evict.scan_cursor, .started_usec = t->counts.started_usec,
+		.stores = t->counts.stores, .loads = t->counts.loads, .invalidates = t->counts.invalidates,
+		.stored_bytes = t->counts.stored_bytes, .refused = t->counts.refused,
 	};
 	memcpy(jt->comm, t->comm, sizeof(jt->comm));
-	memcpy(jt->excl, t->excl, sizeof(jt->excl));
+	memcpy(jt->excl, t->agent.excl, sizeof(jt->excl));
 }
 
 static int journal_put_target(struct journal *j, const struct target *t)
@@ -160,11 +160,11 @@ static int journal_put_target(struct journal *j, const struct target *t)
 static int journal_put_batch(struct journal *j, const struct target *t, const struct batch *b,
 			     uint32_t flags)
 {
-	struct jr_batch jb = { .key = t->key, .id = b->id, .nruns = b->nruns, .flags = flags };
+	struct jr_batch jb = { .key = t->persist.key, .id = b->id, .nruns = b->nruns, .flags = flags };
 
 	for (uint32_t f = 0; f < b->nforks; f++)
-		if (b->forks[f]->journaled)
-			jb.forks[jb.nforks++] = b->forks[f]->key;
+		if (b->forks[f]->persist.journaled)
+			jb.forks[jb.nforks++] = b->forks[f]->persist.key;
 	return journal_put(j, JR_BATCH, &jb, sizeof(jb), b->runs, b->nruns * sizeof(*b->runs));
 }
 
@@ -202,18 +202,18 @@ static int journal_checkpoint(struct daemon *d, struct journal *j)
 	}
 
 	for (struct target *t = d->targets; t && r == 0; t = t->next)
-		if (t->journaled && !t->dead)
+		if (t->persist.journaled && !t->dead)
 			r = journal_put_target(j, t);
 	for (struct target *t = d->targets; t && r == 0; t = t->next) {
-		struct journal_walk w = { j, t->key };
+		struct journal_walk w = { j, t->persist.key };
 
-		if (!t->journaled || t->dead)
+		if (!t->persist.journaled || t->dead)
 			continue;
 		r = idx_walk(t->idx, 0, IDX_PGNO_MAX, journal_put_page, &w);
-		if (r == 0 && t->batch)
-			r = journal_put_batch(j, t, t->batch, journal_batch_flags(t->batch));
-		if (r == 0 && t->batch && t->batch->dropped) {
-			struct jr_batch_end je = { t->key, t->batch->id };
+		if (r == 0 && t->evict.batch)
+			r = journal_put_batch(j, t, t->evict.batch, journal_batch_flags(t->evict.batch));
+		if (r == 0 && t->evict.batch && t->evict.batch->dropped) {
+			struct jr_batch_end je = { t->persist.key, t->evict.batch->id };
 
 			r = journal_put(j, JR_BATCH_DONE, &je, sizeof(je), NULL, 0);
 		}
@@ -229,15 +229,15 @@ static void journal_fill_header(struct daemon *d, struct journal *j)
 	h->version = JOURNAL_VERSION;
 	h->page_size = ZS_PAGE_SIZE;
 	h->gen = j->gen;
-	h->handles_gen = d->handles_gen;
-	h->evict_batch_pages = d->cfg.evict_batch_pages;
-	snprintf(h->compressor, sizeof(h->compressor), "%s", comp_name(d->cfg.compressor));
-	if (d->recomp)
+	h->handles_gen = d->persist.handles_gen;
+	h->evict_batch_pages = d->cfg.agent.evict_batch_pages;
+	snprintf(h->compressor, sizeof(h->compressor), "%s", comp_name(d->cfg.pool.compressor));
+	if (d->recomp.comp)
 		snprintf(h->recompressor, sizeof(h->recompressor), "%s",
-			 comp_name((enum comp_alg)d->cfg.recompressor));
+			 comp_name((enum comp_alg)d->cfg.pool.recompressor));
 	if (d->wb) {
-		memcpy(h->swap_file, d->cfg.swap_file, sizeof(h->swap_file));
-		h->swap_file_size = d->cfg.swap_file_size;
+		memcpy(h->swap_file, d->cfg.swap.swap_file, sizeof(h->swap_file));
+		h->swap_file_size = d->cfg.swap.swap_file_size;
 	}
 	memcpy(h->socket, d->cfg.socket, sizeof(h->socket));
 	h->recoveries = d->st.crash_recoveries;
@@ -299,12 +299,12 @@ static int journal_replace(struct daemon *d, uint64_t gen)
 		journal_free(j);
 		return r;
 	}
-	if (d->journal) {
-		journal_name(d->journal->gen, name, sizeof(name));
+	if (d->persist.journal) {
+		journal_name(d->persist.journal->gen, name, sizeof(name));
 		fdstore_drop(d, name);
-		journal_free(d->journal);
+		journal_free(d->persist.journal);
 	}
-	d->journal = j;
+	d->persist.journal = j;
 	return 0;
 }
 
@@ -317,22 +317,22 @@ void journal_close(struct daemon *d)
 {
 	char name[32];
 
-	if (!d->journal)
+	if (!d->persist.journal)
 		return;
-	journal_name(d->journal->gen, name, sizeof(name));
+	journal_name(d->persist.journal->gen, name, sizeof(name));
 	fdstore_drop(d, name);
-	journal_free(d->journal);
-	d->journal = NULL;
+	journal_free(d->persist.journal);
+	d->persist.journal = NULL;
 }
 
 uint64_t journal_bytes(const struct daemon *d)
 {
-	return d->journal ? d->journal->tail : 0;
+	return d->persist.journal ? d->persist.journal->tail : 0;
 }
 
 void journal_maybe_rewrite(struct daemon *d)
 {
-	struct journal *j = d->journal;
+	struct journal *j = d->persist.journal;
 	uint64_t start, appended;
 	int r;
 
@@ -350,27 +350,27 @@ void journal_maybe_rewrite(struct daemon *d)
 	d->st.journal_rewrites++;
 	log_debug("journal rewritten: %llu KiB of appends into a %llu KiB checkpoint in %llu us",
 		  (unsigned long long)(appended >> 10),
-		  (unsigned long long)(d->journal->checkpoint_end >> 10),
+		  (unsigned long long)(d->persist.journal->checkpoint_end >> 10),
 		  (unsigned long long)(now_usec() - start));
 }
 
 /* Puts what of t's descriptors is not in the store yet. */
 static int journal_store_fds(struct target *t)
 {
-	int fds[JOURNAL_FD_N] = { t->uffd_w.fd, t->pidfd_w.fd, t->staging_fd,
+	int fds[JOURNAL_FD_N] = { t->uffd_w.fd, t->pidfd_w.fd, t->agent.staging_fd,
 				  t->conn ? t->conn->w.fd : -1 };
 
 	for (int i = 0; i < JOURNAL_FD_N; i++) {
 		char name[48];
 		int r;
 
-		if (fds[i] < 0 || (t->stored_fds & (1u << i)))
+		if (fds[i] < 0 || (t->persist.stored_fds & (1u << i)))
 			continue;
-		journal_fd_name(t->key, (enum journal_fd)i, name, sizeof(name));
+		journal_fd_name(t->persist.key, (enum journal_fd)i, name, sizeof(name));
 		r = fdstore_put(t->d, name, fds[i]);
 		if (r < 0)
 			return r;
-		t->stored_fds |= 1u << i;
+		t->persist.stored_fds |= 1u << i;
 	}
 	return 0;
 }
@@ -380,7 +380,7 @@ void journal_target(struct target *t)
 	struct daemon *d = t->d;
 	int r;
 
-	if (!d->journal || t->dead)
+	if (!d->persist.journal || t->dead)
 		return;
 	/* Its descriptors first: a record naming what the store lacks is useless. */
 	r = journal_store_fds(t);
@@ -389,8 +389,8 @@ void journal_target(struct target *t)
 				  (int)t->pid);
 		return;
 	}
-	t->journaled = true;
-	r = journal_put_target(d->journal, t);
+	t->persist.journaled = true;
+	r = journal_put_target(d->persist.journal, t);
 	if (r < 0)
 		journal_lost(d, r);
 }
@@ -399,27 +399,27 @@ static void journal_drop_fd(struct target *t, enum journal_fd what)
 {
 	char name[48];
 
-	if (!(t->stored_fds & (1u << what)))
+	if (!(t->persist.stored_fds & (1u << what)))
 		return;
-	journal_fd_name(t->key, what, name, sizeof(name));
+	journal_fd_name(t->persist.key, what, name, sizeof(name));
 	fdstore_drop(t->d, name);
-	t->stored_fds &= ~(1u << what);
+	t->persist.stored_fds &= ~(1u << what);
 }
 
 int journal_keep_target(struct target *t)
 {
 	int r;
 
-	t->stored_fds = 0; /* whatever a binary before us stored is gone (survive_stop) */
+	t->persist.stored_fds = 0; /* whatever a binary before us stored is gone (survive_stop) */
 	r = journal_store_fds(t);
 	if (r == 0)
-		t->journaled = true;
+		t->persist.journaled = true;
 	return r;
 }
 
 void journal_forget_target(struct target *t)
 {
-	t->journaled = false;
+	t->persist.journaled = false;
 	for (int i = 0; i < JOURNAL_FD_N; i++)
 		journal_drop_fd(t, (enum journal_fd)i);
 }
@@ -431,9 +431,9 @@ void journal_conn_gone(struct target *t)
 
 void journal_gone(struct target *t)
 {
-	if (t->journaled) {
-		journal_append(t->d, JR_GONE, &t->key, sizeof(t->key), NULL, 0);
-		t->journaled = false;
+	if (t->persist.journaled) {
+		journal_append(t->d, JR_GONE, &t->persist.key, sizeof(t->persist.key), NULL, 0);
+		t->persist.journaled = false;
 	}
 	for (int i = 0; i < JOURNAL_FD_N; i++)
 		journal_drop_fd(t, (enum journal_fd)i);
@@ -441,10 +441,10 @@ void journal_gone(struct target *t)
 
 void journal_store(struct target *t, uint64_t addr, const struct entry *e)
 {
-	struct jr_store js = { .key = t->key, .pgno = addr >> ZS_PAGE_SHIFT,
+	struct jr_store js = { .key = t->persist.key, .pgno = addr >> ZS_PAGE_SHIFT,
 			       .ekey = (uint64_t)(uintptr_t)e };
 
-	if (!t->journaled)
+	if (!t->persist.journaled)
 		return;
 	journal_pack_entry(e, &js.e);
 	journal_append(t->d, JR_STORE, &js, sizeof(js), NULL, 0);
@@ -454,7 +454,7 @@ void journal_entry(struct daemon *d, const struct entry *e)
 {
 	struct jr_entry_rec je = { .ekey = (uint64_t)(uintptr_t)e };
 
-	if (!d->journal)
+	if (!d->persist.journal)
 		return;
 	journal_pack_entry(e, &je.e);
 	journal_append(d, JR_ENTRY, &je, sizeof(je), NULL, 0);
@@ -462,35 +462,35 @@ void journal_entry(struct daemon *d, const struct entry *e)
 
 void journal_unlink(struct target *t, uint64_t addr)
 {
-	struct jr_page jp = { t->key, addr >> ZS_PAGE_SHIFT };
+	struct jr_page jp = { t->persist.key, addr >> ZS_PAGE_SHIFT };
 
-	if (t->journaled)
+	if (t->persist.journaled)
 		journal_append(t->d, JR_UNLINK, &jp, sizeof(jp), NULL, 0);
 }
 
 void journal_invalidate(struct target *t, uint64_t start, uint64_t end)
 {
-	struct jr_range jr = { t->key, start >> ZS_PAGE_SHIFT,
+	struct jr_range jr = { t->persist.key, start >> ZS_PAGE_SHIFT,
 			       (end + ZS_PAGE_SIZE - 1) >> ZS_PAGE_SHIFT };
 
-	if (t->journaled)
+	if (t->persist.journaled)
 		journal_append(t->d, JR_INVALIDATE, &jr, sizeof(jr), NULL, 0);
 }
 
 void journal_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 {
-	struct jr_remap jr = { t->key, from, to, len };
+	struct jr_remap jr = { t->persist.key, from, to, len };
 
-	if (t->journaled)
+	if (t->persist.journaled)
 		journal_append(t->d, JR_REMAP, &jr, sizeof(jr), NULL, 0);
 }
 
 void journal_fork(struct target *parent, struct target *child)
 {
-	struct jr_fork jf = { parent->key, child->key };
+	struct jr_fork jf = { parent->persist.key, child->persist.key };
 	int r;
 
-	if (!parent->journaled || !parent->d->journal)
+	if (!parent->persist.journaled || !parent->d->persist.journal)
 		return;
 	/* The child's uffd is only ours until its shim claims it: into the
 	 * store, unless journal_fork_early() put it there, after the record
@@ -502,17 +502,17 @@ void journal_fork(struct target *parent, struct target *child)
 				  (int)parent->pid);
 		return;
 	}
-	child->journaled = true;
+	child->persist.journaled = true;
 }
 
 void journal_fork_early(struct target *parent, struct uffd_msg *msg)
 {
 	struct daemon *d = parent->d;
-	struct jr_fork jf = { parent->key, 0 };
+	struct jr_fork jf = { parent->persist.key, 0 };
 	char name[48];
 
 	msg->arg.reserved.reserved2 = 0;
-	if (!parent->journaled || !d->journal)
+	if (!parent->persist.journaled || !d->persist.journal)
 		return;
 	/*
 	 * The record before the uffd, against the rule of "descriptors
@@ -522,7 +522,7 @@ void journal_fork_early(struct target *parent, struct uffd_msg *msg)
 	 * find a uffd no record names and drop it, after the child had found
 	 * its registrations standing and gone on: it would read zeros.
 	 */
-	jf.child = ++d->next_key;
+	jf.child = ++d->persist.next_key;
 	journal_append(d, JR_FORK, &jf, sizeof(jf), NULL, 0);
 	journal_fd_name(jf.child, JOURNAL_FD_UFFD, name, sizeof(name));
 	if (fdstore_put(d, name, (int)msg->arg.fork.ufd) < 0)
@@ -536,35 +536,35 @@ void journal_fork_claim(struct target *child, const struct uffd_msg *msg)
 
 	if (!key)
 		return;
-	child->key = key;
-	child->stored_fds |= 1u << JOURNAL_FD_UFFD;
-	child->journaled = true;
+	child->persist.key = key;
+	child->persist.stored_fds |= 1u << JOURNAL_FD_UFFD;
+	child->persist.journaled = true;
 }
 
 void journal_batch(struct target *t, const struct batch *b, uint32_t flags)
 {
 	int r;
 
-	if (!t->journaled || !t->d->journal)
+	if (!t->persist.journaled || !t->d->persist.journal)
 		return;
-	r = journal_put_batch(t->d->journal, t, b, flags);
+	r = journal_put_batch(t->d->persist.journal, t, b, flags);
 	if (r < 0)
 		journal_lost(t->d, r);
 }
 
 void journal_batch_done(struct target *t, const struct batch *b)
 {
-	struct jr_batch_end je = { t->key, b->id };
+	struct jr_batch_end je = { t->persist.key, b->id };
 
-	if (t->journaled)
+	if (t->persist.journaled)
 		journal_append(t->d, JR_BATCH_DONE, &je, sizeof(je), NULL, 0);
 }
 
 void journal_batch_end(struct target *t, const struct batch *b)
 {
-	struct jr_batch_end je = { t->key, b->id };
+	struct jr_batch_end je = { t->persist.key, b->id };
 
-	if (t->journaled)
+	if (t->persist.journaled)
 		journal_append(t->d, JR_BATCH_END, &je, sizeof(je), NULL, 0);
 }
 

@@ -28,7 +28,7 @@
 
 void survive_init(struct daemon *d)
 {
-	d->fdstore = d->cfg.survive_crash && getenv("NOTIFY_SOCKET");
+	d->persist.fdstore = d->cfg.survive.survive_crash && getenv("NOTIFY_SOCKET");
 }
 
 /* Marks each evicted page of t: pages taken out before markers were made. */
@@ -54,13 +54,13 @@ int survive_start(struct daemon *d)
 	char name[48];
 	int r;
 
-	if (!d->fdstore)
+	if (!d->persist.fdstore)
 		return 0;
 	survive_put_global(d, "pool", pool_fd(d->pool));
 	survive_put_global(d, "swap", wb_fd(d));
-	if (!d->socket_activated)
+	if (!d->sd.socket_activated)
 		survive_put_global(d, "listen", d->listen_w.fd);
-	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)++d->handles_gen);
+	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)++d->persist.handles_gen);
 	r = fdstore_put(d, name, pool_handles_fd(d->pool));
 	if (r < 0)
 		goto fail;
@@ -71,13 +71,13 @@ int survive_start(struct daemon *d)
 		 * agent that does not mark): marked now, one by one. */
 		if (target_marks(t) && !target_agent_marks(t))
 			idx_walk(t->idx, 0, IDX_PGNO_MAX, survive_mark_one, t);
-		if (t->staging)
+		if (t->agent.staging)
 			target_set_staging_words(t);
 		r = journal_keep_target(t);
 		if (r < 0)
 			goto fail;
 	}
-	r = journal_open(d, d->handles_gen);
+	r = journal_open(d, d->persist.handles_gen);
 	if (r < 0)
 		goto fail;
 	return 0;
@@ -92,12 +92,12 @@ void survive_stop(struct daemon *d)
 {
 	char name[48];
 
-	if (!d->fdstore)
+	if (!d->persist.fdstore)
 		return;
 	for (struct target *t = d->targets; t; t = t->next)
 		journal_forget_target(t);
 	journal_close(d);
-	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)d->handles_gen);
+	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)d->persist.handles_gen);
 	fdstore_drop(d, name);
 	fdstore_drop(d, "pool");
 	fdstore_drop(d, "swap");

@@ -83,18 +83,18 @@ static void recover_note_config(const struct daemon *d, const struct jr_header *
 {
 	char file[32], kept[32];
 
-	recover_note("compressor", comp_name(d->cfg.compressor), h->compressor);
+	recover_note("compressor", comp_name(d->cfg.pool.compressor), h->compressor);
 	recover_note("recompressor",
-		     d->cfg.recompressor == CFG_RECOMP_NONE ?
+		     d->cfg.pool.recompressor == CFG_RECOMP_NONE ?
 			     "none" :
-			     comp_name((enum comp_alg)d->cfg.recompressor),
+			     comp_name((enum comp_alg)d->cfg.pool.recompressor),
 		     h->recompressor[0] ? h->recompressor : "none");
-	recover_note("swap_file", d->cfg.swap_file, h->swap_file);
-	snprintf(file, sizeof(file), "%llu", (unsigned long long)d->cfg.swap_file_size);
+	recover_note("swap_file", d->cfg.swap.swap_file, h->swap_file);
+	snprintf(file, sizeof(file), "%llu", (unsigned long long)d->cfg.swap.swap_file_size);
 	snprintf(kept, sizeof(kept), "%llu", (unsigned long long)h->swap_file_size);
 	recover_note("swap_file_size", file, kept);
 	recover_note("socket", d->cfg.socket, h->socket);
-	snprintf(file, sizeof(file), "%u", (unsigned)d->cfg.evict_batch_pages);
+	snprintf(file, sizeof(file), "%u", (unsigned)d->cfg.agent.evict_batch_pages);
 	snprintf(kept, sizeof(kept), "%u", (unsigned)h->evict_batch_pages);
 	recover_note("evict_batch_pages", file, kept);
 }
@@ -118,28 +118,28 @@ int recover_prepare(struct daemon *d)
 		free(rc);
 		return 0; /* a socket from systemd, maybe, and nothing kept */
 	}
-	d->recovery = rc;
+	d->persist.recovery = rc;
 	h = rc->in.h;
 	/* What the pool was made with stands, whatever the config says now. */
 	recover_note_config(d, h);
 	if (comp_parse(h->compressor, &alg) < 0)
 		return log_error_errno(-EPROTO, "journal: unknown compressor %.16s", h->compressor);
-	d->cfg.compressor = alg;
-	d->cfg.recompressor = CFG_RECOMP_NONE;
+	d->cfg.pool.compressor = alg;
+	d->cfg.pool.recompressor = CFG_RECOMP_NONE;
 	if (h->recompressor[0] && comp_parse(h->recompressor, &alg) == 0)
-		d->cfg.recompressor = (int)alg;
-	d->cfg.evict_batch_pages = h->evict_batch_pages;
+		d->cfg.pool.recompressor = (int)alg;
+	d->cfg.agent.evict_batch_pages = h->evict_batch_pages;
 	memcpy(d->cfg.socket, h->socket, sizeof(d->cfg.socket));
 	d->cfg.socket[sizeof(d->cfg.socket) - 1] = '\0';
-	memcpy(d->cfg.swap_file, h->swap_file, sizeof(d->cfg.swap_file));
-	d->cfg.swap_file[sizeof(d->cfg.swap_file) - 1] = '\0';
-	d->cfg.swap_file_size = h->swap_file_size;
-	d->kept_swap_fd = fdstore_take(d, "swap");
-	if (h->swap_file_size && d->kept_swap_fd < 0)
+	memcpy(d->cfg.swap.swap_file, h->swap_file, sizeof(d->cfg.swap.swap_file));
+	d->cfg.swap.swap_file[sizeof(d->cfg.swap.swap_file) - 1] = '\0';
+	d->cfg.swap.swap_file_size = h->swap_file_size;
+	d->upgrade.kept_swap_fd = fdstore_take(d, "swap");
+	if (h->swap_file_size && d->upgrade.kept_swap_fd < 0)
 		return log_error_errno(-EPROTO, "The fd store has no swap file");
 	d->listen_w.fd = fdstore_take(d, "listen");
 	log_info("taking over from the zswapd before: %s, %zu descriptors kept", rc->in.name,
-		 d->nhanded);
+		 d->persist.nhanded);
 	return 1;
 }
 
@@ -340,26 +340,26 @@ static uint32_t recover_staging_pages(int staging, const struct jr_target *jt)
 /* What the journal says of a process, on the target taken over. */
 static void recover_fields(struct target *t, const struct jr_target *jt)
 {
-	t->key = jt->key;
-	t->journaled = true;
+	t->persist.key = jt->key;
+	t->persist.journaled = true;
 	t->uid = jt->uid;
 	memcpy(t->comm, jt->comm, sizeof(t->comm));
 	t->comm[sizeof(t->comm) - 1] = '\0';
-	t->agent_tid = jt->agent_tid;
-	t->beacon = jt->beacon;
-	t->nexcl = jt->nexcl;
-	memcpy(t->excl, jt->excl, sizeof(t->excl));
+	t->agent.tid = jt->agent_tid;
+	t->agent.beacon = jt->beacon;
+	t->agent.nexcl = jt->nexcl;
+	memcpy(t->agent.excl, jt->excl, sizeof(t->agent.excl));
 	t->forked = jt->forked;
-	t->ready_unsure = jt->ready_unsure;
-	t->limit_set = jt->limit_set;
-	t->limit_bytes = jt->limit_bytes;
-	t->scan_cursor = jt->scan_cursor;
-	t->started_usec = jt->started_usec;
-	t->stores = jt->stores;
-	t->loads = jt->loads;
-	t->invalidates = jt->invalidates;
-	t->stored_bytes = jt->stored_bytes;
-	t->refused = jt->refused;
+	t->persist.ready_unsure = jt->ready_unsure;
+	t->limit.set = jt->limit_set;
+	t->limit.bytes = jt->limit_bytes;
+	t->evict.scan_cursor = jt->scan_cursor;
+	t->counts.started_usec = jt->started_usec;
+	t->counts.stores = jt->stores;
+	t->counts.loads = jt->loads;
+	t->counts.invalidates = jt->invalidates;
+	t->counts.stored_bytes = jt->stored_bytes;
+	t->counts.refused = jt->refused;
 }
 
 /* The shim's connection (connfd, -1: none) to target t taken over, as its record jt says. */
@@ -376,13 +376,13 @@ static int recover_conn(struct daemon *d, struct target *t, const struct jr_targ
 	c->kind = CONN_SHIM;
 	c->target = t;
 	t->conn = c;
-	t->stored_fds |= 1u << JOURNAL_FD_CONN;
+	t->persist.stored_fds |= 1u << JOURNAL_FD_CONN;
 	/* Killed between storing its connection and READY (target_adopt()):
 	 * the record says so, or was not written yet and does not know the
 	 * connection.  A shim that had READY ignores this one. */
-	if ((t->ready_unsure || !jt->has_conn) && t->staging &&
+	if ((t->persist.ready_unsure || !jt->has_conn) && t->agent.staging &&
 	    target_send_ready(t, t->forked) == 0)
-		t->ready_unsure = false;
+		t->persist.ready_unsure = false;
 	return 0;
 }
 
@@ -431,7 +431,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 		return r;
 	}
 	rt->built = t;
-	t->stored_fds = stored & (uint8_t)~(1u << JOURNAL_FD_CONN);
+	t->persist.stored_fds = stored & (uint8_t)~(1u << JOURNAL_FD_CONN);
 	recover_fields(t, jt);
 	rpg.t = t;
 	r = idx_walk(rt->idx, 0, IDX_PGNO_MAX, recover_page, &rpg);
@@ -518,9 +518,9 @@ static int recover_pool(struct daemon *d, const struct jr_header *h)
 	}
 	pool_free(d->pool);
 	d->pool = p;
-	d->handles_gen = h->handles_gen + 1;
-	d->pool_locking = d->cfg.mlock; /* hazard 6: mapped and locked again as the loop turns */
-	d->pool_lock_usec = now_usec();
+	d->persist.handles_gen = h->handles_gen + 1;
+	d->turn.pool_locking = d->cfg.mlock; /* hazard 6: mapped and locked again as the loop turns */
+	d->turn.pool_lock_usec = now_usec();
 	return 0;
 }
 
@@ -534,7 +534,7 @@ static int recover_switch(struct daemon *d, const struct jr_header *old)
 	char name[48];
 	int r;
 
-	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)d->handles_gen);
+	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)d->persist.handles_gen);
 	r = fdstore_put(d, name, pool_handles_fd(d->pool));
 	if (r < 0)
 		return r;
@@ -571,8 +571,8 @@ static uint64_t recover_poison_range(struct target *t, uint64_t start, uint64_t 
 
 			if (!PAGEMAP_OWED(pm[i]) || idx_lookup(t->idx, a >> ZS_PAGE_SHIFT) ||
 			    evict_in_flight(t, a, &slot) ||
-			    (t->batch_parent && t->batch_parent->batch &&
-			     evict_in_flight(t->batch_parent, a, &slot)))
+			    (t->evict.batch_parent && t->evict.batch_parent->evict.batch &&
+			     evict_in_flight(t->evict.batch_parent, a, &slot)))
 				continue;
 			if (n < 5)
 				log_debug("pid %d: page %#llx marked, no entry (pagemap %#llx)",
@@ -623,8 +623,8 @@ static void recover_announce(struct daemon *d)
 	for (struct target *t = d->targets; t; t = t->next) {
 		if (t->dead)
 			continue;
-		if (t->staging)
-			__atomic_store_n(ZS_STAGING_DAEMON(t->staging, t->staging_pages),
+		if (t->agent.staging)
+			__atomic_store_n(ZS_STAGING_DAEMON(t->agent.staging, t->agent.staging_pages),
 					 (uint32_t)getpid(), __ATOMIC_RELEASE);
 		uffd_wake_all(t->uffd_w.fd);
 	}
@@ -632,7 +632,7 @@ static void recover_announce(struct daemon *d)
 
 int recover_load(struct daemon *d)
 {
-	struct recovery *rc = d->recovery;
+	struct recovery *rc = d->persist.recovery;
 	uint8_t *named = NULL;
 	uint64_t pages = 0;
 	uint32_t ntargets = 0;
@@ -644,7 +644,7 @@ int recover_load(struct daemon *d)
 	r = replay_run(&rc->in, &rc->rp);
 	if (r < 0)
 		goto out;
-	d->next_key = rc->rp.max_key;
+	d->persist.next_key = rc->rp.max_key;
 	named = calloc(pool_handle_end(d->pool), 1);
 	if (!named) {
 		r = -ENOMEM;
@@ -683,6 +683,6 @@ out:
 		log_error_errno(r, "Failed to take over from the zswapd before: %m");
 	free(named);
 	recover_free(rc);
-	d->recovery = NULL;
+	d->persist.recovery = NULL;
 	return r;
 }

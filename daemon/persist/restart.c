@@ -124,19 +124,19 @@ static bool systemd_restarting(void)
 bool restart_asked(struct daemon *d, const struct signalfd_siginfo *si)
 {
 	/* Without a store, a successor would find nothing: a stop. */
-	if (!d->fdstore || d->stopping)
+	if (!d->persist.fdstore || d->stop.active)
 		return false;
 	if (si->ssi_code == SI_QUEUE && si->ssi_int == ZS_RESTART_SIGVAL &&
 	    (pid_t)si->ssi_pid == getppid())
 		return true;
-	d->restart_by_systemd = systemd_restarting();
-	return d->restart_by_systemd;
+	d->restart.by_systemd = systemd_restarting();
+	return d->restart.by_systemd;
 }
 
 void restart_begin(struct daemon *d)
 {
 	upgrade_abandon(d, "asked to restart");
-	d->restarting = true;
+	d->restart.active = true;
 	log_info("restart: handing everything to the next zswapd through the fd store");
 	upgrade_quiesce(d);
 }
@@ -144,7 +144,7 @@ void restart_begin(struct daemon *d)
 bool restart_step(struct daemon *d)
 {
 	if (!upgrade_quiet(d)) {
-		if (now_usec() - d->stop_usec < RESTART_QUIET_USEC)
+		if (now_usec() - d->stop.usec < RESTART_QUIET_USEC)
 			return false;
 		log_warning("restart: no quiet moment in %llu s; the next zswapd takes over what is "
 			    "in flight, as after a crash",
@@ -152,9 +152,9 @@ bool restart_step(struct daemon *d)
 	}
 	/* A stop asked for meanwhile replaces the restart job: systemd would
 	 * then close the store once we are gone. */
-	if (d->restart_by_systemd && !systemd_restarting()) {
+	if (d->restart.by_systemd && !systemd_restarting()) {
 		log_warning("restart: systemd no longer restarts zswapd; stopping instead");
-		d->restarting = d->upgrading = d->stopping = false;
+		d->restart.active = d->upgrade.active = d->stop.active = false;
 		drain_begin(d);
 		return false;
 	}

@@ -87,7 +87,7 @@ static void upgrade_answer_waiters(struct daemon *d, int err, const char *why)
 
 bool upgrade_checking(const struct daemon *d)
 {
-	return d->upgrade_check_w.fd >= 0;
+	return d->upgrade.check_w.fd >= 0;
 }
 
 /* The checked binary is gone (it has answered, or must not stay), and its pipe. */
@@ -95,19 +95,19 @@ static void upgrade_check_end(struct daemon *d)
 {
 	int status;
 
-	watch_del(d->epfd, &d->upgrade_check_w);
-	close(d->upgrade_check_w.fd);
-	d->upgrade_check_w.fd = -1;
-	kill(d->upgrade_check_pid, SIGKILL); /* it has exited if it answered */
-	while (waitpid(d->upgrade_check_pid, &status, 0) < 0 && errno == EINTR)
+	watch_del(d->epfd, &d->upgrade.check_w);
+	close(d->upgrade.check_w.fd);
+	d->upgrade.check_w.fd = -1;
+	kill(d->upgrade.check_pid, SIGKILL); /* it has exited if it answered */
+	while (waitpid(d->upgrade.check_pid, &status, 0) < 0 && errno == EINTR)
 		;
 }
 
 /* Step 2: quiesce, serving faults meanwhile; upgrade_step() goes on (or restart_step()). */
 void upgrade_quiesce(struct daemon *d)
 {
-	d->stopping = d->upgrading = true;
-	d->stop_usec = now_usec();
+	d->stop.active = d->upgrade.active = true;
+	d->stop.usec = now_usec();
 	if (d->listen_w.fd >= 0)
 		watch_del(d->epfd, &d->listen_w);
 	for (struct target *t = d->targets; t; t = t->next) {
@@ -122,7 +122,7 @@ static const char *upgrade_refused(struct daemon *d, const char *failure)
 {
 	log_error("upgrade: %s cannot take over (%s): not upgrading; it must be a zswapd that "
 		  "reads handover image version %d and speaks protocol %d",
-		  d->exe_path, failure, HANDOVER_VERSION, ZS_VERSION);
+		  d->upgrade.exe_path, failure, HANDOVER_VERSION, ZS_VERSION);
 	return "the binary zswapd was started from cannot take over (see its log)";
 }
 
@@ -130,28 +130,28 @@ static const char *upgrade_refused(struct daemon *d, const char *failure)
 static void upgrade_check_done(struct daemon *d, const char *failure)
 {
 	upgrade_check_end(d);
-	d->upgrade_check_out[d->upgrade_check_n] = '\0';
-	if (!failure && !upgrade_versions_ok(d->upgrade_check_out))
+	d->upgrade.check_out[d->upgrade.check_n] = '\0';
+	if (!failure && !upgrade_versions_ok(d->upgrade.check_out))
 		failure = "it does not read our image or speak our protocol";
 	if (failure) {
 		upgrade_answer_waiters(d, -EPROTO, upgrade_refused(d, failure));
 		return;
 	}
-	log_info("upgrade: handing over to %s", d->exe_path);
+	log_info("upgrade: handing over to %s", d->upgrade.exe_path);
 	upgrade_quiesce(d);
 }
 
 static void upgrade_check_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
-	size_t room = sizeof(d->upgrade_check_out) - 1 - d->upgrade_check_n;
+	size_t room = sizeof(d->upgrade.check_out) - 1 - d->upgrade.check_n;
 	ssize_t k;
 
 	(void)events;
-	k = read(w->fd, d->upgrade_check_out + d->upgrade_check_n, room);
+	k = read(w->fd, d->upgrade.check_out + d->upgrade.check_n, room);
 	if (k < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (k > 0)
-		d->upgrade_check_n += (size_t)k;
+		d->upgrade.check_n += (size_t)k;
 	/* Its answer is one short line, then it exits: EOF, or too much. */
 	if (k <= 0 || (size_t)k == room)
 		upgrade_check_done(d, k < 0 ? "cannot read its answer" : NULL);
@@ -163,27 +163,27 @@ static void upgrade_check_ready(struct daemon *d, struct watch *w, uint32_t even
  */
 static int upgrade_check_start(struct daemon *d)
 {
-	char *argv[] = { d->exe_path, "--handover-versions", NULL };
+	char *argv[] = { d->upgrade.exe_path, "--handover-versions", NULL };
 	posix_spawn_file_actions_t fa;
 	int p[2], r;
 
-	if (access(d->exe_path, X_OK) < 0)
+	if (access(d->upgrade.exe_path, X_OK) < 0)
 		return -errno;
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	r = -posix_spawn(&d->upgrade_check_pid, d->exe_path, &fa, NULL, argv, environ);
+	r = -posix_spawn(&d->upgrade.check_pid, d->upgrade.exe_path, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	if (r < 0) {
 		close(p[0]);
 		return r;
 	}
-	d->upgrade_check_w = (struct watch){ .fd = p[0], .fn = upgrade_check_ready };
-	d->upgrade_check_n = 0;
-	d->upgrade_check_usec = now_usec();
-	r = watch_add(d->epfd, &d->upgrade_check_w, EPOLLIN);
+	d->upgrade.check_w = (struct watch){ .fd = p[0], .fn = upgrade_check_ready };
+	d->upgrade.check_n = 0;
+	d->upgrade.check_usec = now_usec();
+	r = watch_add(d->epfd, &d->upgrade.check_w, EPOLLIN);
 	if (r < 0)
 		upgrade_check_end(d);
 	return r;
@@ -193,9 +193,9 @@ int upgrade_begin(struct daemon *d, const char **ret_why)
 {
 	int r;
 
-	if (d->upgrading || upgrade_checking(d)) /* one more requester waits for the same one */
+	if (d->upgrade.active || upgrade_checking(d)) /* one more requester waits for the same one */
 		return 0;
-	if (d->stopping) {
+	if (d->stop.active) {
 		*ret_why = "zswapd is stopping";
 		return log_warning_errno(-ESHUTDOWN, "upgrade: stopping already, not upgrading");
 	}
@@ -214,10 +214,10 @@ void upgrade_abandon(struct daemon *d, const char *why)
 		upgrade_answer_waiters(d, -EBUSY, why);
 		return;
 	}
-	if (!d->upgrading)
+	if (!d->upgrade.active)
 		return;
 	log_warning("upgrade abandoned: %s; zswapd goes on as before", why);
-	d->stopping = d->upgrading = false;
+	d->stop.active = d->upgrade.active = false;
 	upgrade_answer_waiters(d, -EBUSY, why);
 	if (d->listen_w.fd >= 0 && watch_add(d->epfd, &d->listen_w, EPOLLIN) < 0)
 		log_error("cannot watch the listening socket again");
@@ -229,16 +229,16 @@ static bool upgrade_target_quiet(struct target *t, uint64_t now)
 {
 	if (t->dead)
 		return true;
-	if (t->batch && now - t->batch->started_usec >= UPGRADE_BATCH_TIMEOUT_USEC) {
+	if (t->evict.batch && now - t->evict.batch->started_usec >= UPGRADE_BATCH_TIMEOUT_USEC) {
 		log_warning("pid %d: agent silent for %llus, putting its batch back", (int)t->pid,
 			    (unsigned long long)(UPGRADE_BATCH_TIMEOUT_USEC / 1000000));
 		evict_abort(t);
 	}
 	/* A reclaim ends with its batch in flight, answered with what it did. */
-	if (t->reclaim && !t->batch)
+	if (t->reclaim && !t->evict.batch)
 		reclaim_cancel(t, 0);
-	return !t->batch && !t->pick && !t->reclaim && !t->restore && !t->nretry &&
-	       !t->nthrottled && !t->nunprotect && !t->reads && !t->batch_parent;
+	return !t->evict.batch && !t->evict.pick && !t->reclaim && !t->restore && !t->waits.nretry &&
+	       !t->waits.nthrottled && !t->waits.nunprotect && !t->swapin.reads && !t->evict.batch_parent;
 }
 
 bool upgrade_quiet(struct daemon *d)
@@ -258,10 +258,10 @@ static void upgrade_exec(struct daemon *d, int image_fd)
 
 	snprintf(fd_str, sizeof(fd_str), "%d", image_fd);
 	setenv(ZSWAPD_HANDOVER_ENV, fd_str, 1);
-	execv(d->exe_path, d->argv);
+	execv(d->upgrade.exe_path, d->upgrade.argv);
 	log_error_errno(-errno, "Failed to exec %s: %m; exec'ing the running binary instead",
-			d->exe_path);
-	execv("/proc/self/exe", d->argv);
+			d->upgrade.exe_path);
+	execv("/proc/self/exe", d->upgrade.argv);
 	log_error_errno(-errno, "Failed to exec /proc/self/exe: %m");
 	unsetenv(ZSWAPD_HANDOVER_ENV);
 }
@@ -271,12 +271,12 @@ void upgrade_step(struct daemon *d)
 	int fd, r;
 
 	if (upgrade_checking(d)) {
-		if (now_usec() - d->upgrade_check_usec > UPGRADE_CHECK_MS * 1000ull)
+		if (now_usec() - d->upgrade.check_usec > UPGRADE_CHECK_MS * 1000ull)
 			upgrade_check_done(d, "no answer within 5 s");
 		return;
 	}
 	if (!upgrade_quiet(d)) {
-		if (now_usec() - d->stop_usec > UPGRADE_TIMEOUT_USEC)
+		if (now_usec() - d->stop.usec > UPGRADE_TIMEOUT_USEC)
 			upgrade_abandon(d, "no quiet moment in 10 s");
 		return;
 	}

@@ -48,17 +48,17 @@ static void check_ranges(const struct cfg *c)
 {
 	FUZZ_ASSERT(memchr(c->socket, '\0', sizeof(c->socket)) != NULL);
 	FUZZ_ASSERT(c->socket[0] == '/');
-	FUZZ_ASSERT(c->compressor >= 0 && c->compressor < _COMP_MAX);
-	FUZZ_ASSERT(c->max_pool_percent <= 100);
-	FUZZ_ASSERT(c->accept_threshold_percent <= 100);
-	FUZZ_ASSERT(c->max_compressed_percent >= 1 && c->max_compressed_percent <= 100);
-	FUZZ_ASSERT(c->evict_batch_pages >= 1 && c->evict_batch_pages <= 1024);
-	FUZZ_ASSERT(c->fault_spin_usec <= 10000);
+	FUZZ_ASSERT(c->pool.compressor >= 0 && c->pool.compressor < _COMP_MAX);
+	FUZZ_ASSERT(c->pool.max_pool_percent <= 100);
+	FUZZ_ASSERT(c->pool.accept_threshold_percent <= 100);
+	FUZZ_ASSERT(c->pool.max_compressed_percent >= 1 && c->pool.max_compressed_percent <= 100);
+	FUZZ_ASSERT(c->agent.evict_batch_pages >= 1 && c->agent.evict_batch_pages <= 1024);
+	FUZZ_ASSERT(c->fault.fault_spin_usec <= 10000);
 	FUZZ_ASSERT(c->log_level == LOG_LVL_ERR || c->log_level == LOG_LVL_WARNING ||
 		    c->log_level == LOG_LVL_INFO || c->log_level == LOG_LVL_DEBUG);
 	/* "" is "none" */
-	FUZZ_ASSERT(memchr(c->swap_file, '\0', sizeof(c->swap_file)) != NULL);
-	FUZZ_ASSERT(c->swap_file[0] == '\0' || c->swap_file[0] == '/');
+	FUZZ_ASSERT(memchr(c->swap.swap_file, '\0', sizeof(c->swap.swap_file)) != NULL);
+	FUZZ_ASSERT(c->swap.swap_file[0] == '\0' || c->swap.swap_file[0] == '/');
 }
 
 /* Parses text over the defaults with an err buffer of errlen bytes. */

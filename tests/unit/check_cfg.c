@@ -24,34 +24,34 @@
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
 	ck_assert_str_eq(a->socket, b->socket);
-	ck_assert_int_eq(a->compressor, b->compressor);
-	ck_assert_int_eq(a->recompressor, b->recompressor);
-	ck_assert_uint_eq(a->recompress_seconds, b->recompress_seconds);
-	ck_assert_uint_eq(a->max_pool_percent, b->max_pool_percent);
-	ck_assert_uint_eq(a->max_pool_bytes, b->max_pool_bytes);
-	ck_assert_uint_eq(a->accept_threshold_percent, b->accept_threshold_percent);
-	ck_assert_uint_eq(a->max_compressed_percent, b->max_compressed_percent);
-	ck_assert_int_eq(a->store_incompressible, b->store_incompressible);
-	ck_assert_uint_eq(a->evict_batch_pages, b->evict_batch_pages);
-	ck_assert_uint_eq(a->fault_spin_usec, b->fault_spin_usec);
-	ck_assert_uint_eq(a->fault_idle_poll_ms, b->fault_idle_poll_ms);
+	ck_assert_int_eq(a->pool.compressor, b->pool.compressor);
+	ck_assert_int_eq(a->pool.recompressor, b->pool.recompressor);
+	ck_assert_uint_eq(a->pool.recompress_seconds, b->pool.recompress_seconds);
+	ck_assert_uint_eq(a->pool.max_pool_percent, b->pool.max_pool_percent);
+	ck_assert_uint_eq(a->pool.max_pool_bytes, b->pool.max_pool_bytes);
+	ck_assert_uint_eq(a->pool.accept_threshold_percent, b->pool.accept_threshold_percent);
+	ck_assert_uint_eq(a->pool.max_compressed_percent, b->pool.max_compressed_percent);
+	ck_assert_int_eq(a->pool.store_incompressible, b->pool.store_incompressible);
+	ck_assert_uint_eq(a->agent.evict_batch_pages, b->agent.evict_batch_pages);
+	ck_assert_uint_eq(a->fault.fault_spin_usec, b->fault.fault_spin_usec);
+	ck_assert_uint_eq(a->fault.fault_idle_poll_ms, b->fault.fault_idle_poll_ms);
 	ck_assert_int_eq(a->log_level, b->log_level);
 	ck_assert_int_eq(a->mlock, b->mlock);
-	ck_assert_int_eq(a->agent_move, b->agent_move);
-	ck_assert_int_eq(a->agent_follow_app, b->agent_follow_app);
-	ck_assert_int_eq(a->agent_move_first, b->agent_move_first);
-	ck_assert_str_eq(a->swap_file, b->swap_file);
-	ck_assert_uint_eq(a->swap_file_size, b->swap_file_size);
-	ck_assert_uint_eq(a->readahead_pages, b->readahead_pages);
-	ck_assert_uint_eq(a->prefetch_pages, b->prefetch_pages);
-	ck_assert_uint_eq(a->hot_window_seconds, b->hot_window_seconds);
-	ck_assert_uint_eq(a->idle_evict_seconds, b->idle_evict_seconds);
-	ck_assert_uint_eq(a->default_limit_percent, b->default_limit_percent);
-	ck_assert_uint_eq(a->proactive_refault_permille, b->proactive_refault_permille);
-	ck_assert_uint_eq(a->proactive_stall_permille, b->proactive_stall_permille);
-	ck_assert_int_eq(a->follow_cgroup_limits, b->follow_cgroup_limits);
-	ck_assert_uint_eq(a->cgroup_headroom_percent, b->cgroup_headroom_percent);
-	ck_assert_uint_eq(a->pressure_stall_ms, b->pressure_stall_ms);
+	ck_assert_int_eq(a->agent.agent_move, b->agent.agent_move);
+	ck_assert_int_eq(a->agent.agent_follow_app, b->agent.agent_follow_app);
+	ck_assert_int_eq(a->agent.agent_move_first, b->agent.agent_move_first);
+	ck_assert_str_eq(a->swap.swap_file, b->swap.swap_file);
+	ck_assert_uint_eq(a->swap.swap_file_size, b->swap.swap_file_size);
+	ck_assert_uint_eq(a->swap.readahead_pages, b->swap.readahead_pages);
+	ck_assert_uint_eq(a->fault.prefetch_pages, b->fault.prefetch_pages);
+	ck_assert_uint_eq(a->policy.hot_window_seconds, b->policy.hot_window_seconds);
+	ck_assert_uint_eq(a->policy.idle_evict_seconds, b->policy.idle_evict_seconds);
+	ck_assert_uint_eq(a->policy.default_limit_percent, b->policy.default_limit_percent);
+	ck_assert_uint_eq(a->policy.proactive_refault_permille, b->policy.proactive_refault_permille);
+	ck_assert_uint_eq(a->policy.proactive_stall_permille, b->policy.proactive_stall_permille);
+	ck_assert_int_eq(a->policy.follow_cgroup_limits, b->policy.follow_cgroup_limits);
+	ck_assert_uint_eq(a->policy.cgroup_headroom_percent, b->policy.cgroup_headroom_percent);
+	ck_assert_uint_eq(a->policy.pressure_stall_ms, b->policy.pressure_stall_ms);
 	ck_assert_int_eq(a->nice, b->nice);
 }
 
@@ -113,34 +113,34 @@ START_TEST(test_defaults)
 	memset(&c, 0xa5, sizeof(c));
 	cfg_defaults(&c);
 	ck_assert_str_eq(c.socket, "/run/zswapd/zswapd.sock");
-	ck_assert_int_eq(c.compressor, COMP_LZO);
-	ck_assert_int_eq(c.recompressor, COMP_ZSTD);
-	ck_assert_uint_eq(c.recompress_seconds, 300);
-	ck_assert_uint_eq(c.max_pool_percent, 20);
-	ck_assert_uint_eq(c.max_pool_bytes, 0);
-	ck_assert_uint_eq(c.accept_threshold_percent, 90);
-	ck_assert_uint_eq(c.max_compressed_percent, 90);
-	ck_assert_int_eq(c.store_incompressible, CFG_AUTO);
-	ck_assert_uint_eq(c.evict_batch_pages, 256);
-	ck_assert_uint_eq(c.fault_spin_usec, 50);
-	ck_assert_uint_eq(c.fault_idle_poll_ms, 20);
+	ck_assert_int_eq(c.pool.compressor, COMP_LZO);
+	ck_assert_int_eq(c.pool.recompressor, COMP_ZSTD);
+	ck_assert_uint_eq(c.pool.recompress_seconds, 300);
+	ck_assert_uint_eq(c.pool.max_pool_percent, 20);
+	ck_assert_uint_eq(c.pool.max_pool_bytes, 0);
+	ck_assert_uint_eq(c.pool.accept_threshold_percent, 90);
+	ck_assert_uint_eq(c.pool.max_compressed_percent, 90);
+	ck_assert_int_eq(c.pool.store_incompressible, CFG_AUTO);
+	ck_assert_uint_eq(c.agent.evict_batch_pages, 256);
+	ck_assert_uint_eq(c.fault.fault_spin_usec, 50);
+	ck_assert_uint_eq(c.fault.fault_idle_poll_ms, 20);
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
 	ck_assert(c.mlock);
-	ck_assert(c.agent_move);
-	ck_assert(c.agent_follow_app);
-	ck_assert(c.agent_move_first);
-	ck_assert_str_eq(c.swap_file, "");
-	ck_assert_uint_eq(c.swap_file_size, 0);
-	ck_assert_uint_eq(c.readahead_pages, 8);
-	ck_assert_uint_eq(c.prefetch_pages, 16);
-	ck_assert_uint_eq(c.hot_window_seconds, 10);
-	ck_assert_uint_eq(c.idle_evict_seconds, 120);
-	ck_assert_uint_eq(c.default_limit_percent, 0);
-	ck_assert_uint_eq(c.proactive_refault_permille, 2);
-	ck_assert_uint_eq(c.proactive_stall_permille, 10);
-	ck_assert(c.follow_cgroup_limits);
-	ck_assert_uint_eq(c.cgroup_headroom_percent, 10);
-	ck_assert_uint_eq(c.pressure_stall_ms, 150);
+	ck_assert(c.agent.agent_move);
+	ck_assert(c.agent.agent_follow_app);
+	ck_assert(c.agent.agent_move_first);
+	ck_assert_str_eq(c.swap.swap_file, "");
+	ck_assert_uint_eq(c.swap.swap_file_size, 0);
+	ck_assert_uint_eq(c.swap.readahead_pages, 8);
+	ck_assert_uint_eq(c.fault.prefetch_pages, 16);
+	ck_assert_uint_eq(c.policy.hot_window_seconds, 10);
+	ck_assert_uint_eq(c.policy.idle_evict_seconds, 120);
+	ck_assert_uint_eq(c.policy.default_limit_percent, 0);
+	ck_assert_uint_eq(c.policy.proactive_refault_permille, 2);
+	ck_assert_uint_eq(c.policy.proactive_stall_permille, 10);
+	ck_assert(c.policy.follow_cgroup_limits);
+	ck_assert_uint_eq(c.policy.cgroup_headroom_percent, 10);
+	ck_assert_uint_eq(c.policy.pressure_stall_ms, 150);
 	ck_assert_int_eq(c.nice, -10);
 
 	nondefault(&d);
@@ -156,34 +156,34 @@ START_TEST(test_nondefault_differs)
 	cfg_defaults(&d);
 	nondefault(&c);
 	ck_assert_str_ne(c.socket, d.socket);
-	ck_assert_int_ne(c.compressor, d.compressor);
-	ck_assert_int_ne(c.recompressor, d.recompressor);
-	ck_assert_uint_ne(c.recompress_seconds, d.recompress_seconds);
-	ck_assert_uint_ne(c.max_pool_percent, d.max_pool_percent);
-	ck_assert_uint_ne(c.max_pool_bytes, d.max_pool_bytes);
-	ck_assert_uint_ne(c.accept_threshold_percent, d.accept_threshold_percent);
-	ck_assert_uint_ne(c.max_compressed_percent, d.max_compressed_percent);
-	ck_assert_int_ne(c.store_incompressible, d.store_incompressible);
-	ck_assert_uint_ne(c.evict_batch_pages, d.evict_batch_pages);
-	ck_assert_uint_ne(c.fault_spin_usec, d.fault_spin_usec);
-	ck_assert_uint_ne(c.fault_idle_poll_ms, d.fault_idle_poll_ms);
+	ck_assert_int_ne(c.pool.compressor, d.pool.compressor);
+	ck_assert_int_ne(c.pool.recompressor, d.pool.recompressor);
+	ck_assert_uint_ne(c.pool.recompress_seconds, d.pool.recompress_seconds);
+	ck_assert_uint_ne(c.pool.max_pool_percent, d.pool.max_pool_percent);
+	ck_assert_uint_ne(c.pool.max_pool_bytes, d.pool.max_pool_bytes);
+	ck_assert_uint_ne(c.pool.accept_threshold_percent, d.pool.accept_threshold_percent);
+	ck_assert_uint_ne(c.pool.max_compressed_percent, d.pool.max_compressed_percent);
+	ck_assert_int_ne(c.pool.store_incompressible, d.pool.store_incompressible);
+	ck_assert_uint_ne(c.agent.evict_batch_pages, d.agent.evict_batch_pages);
+	ck_assert_uint_ne(c.fault.fault_spin_usec, d.fault.fault_spin_usec);
+	ck_assert_uint_ne(c.fault.fault_idle_poll_ms, d.fault.fault_idle_poll_ms);
 	ck_assert_int_ne(c.log_level, d.log_level);
 	ck_assert_int_ne(c.mlock, d.mlock);
-	ck_assert_int_ne(c.agent_move, d.agent_move);
-	ck_assert_int_ne(c.agent_follow_app, d.agent_follow_app);
-	ck_assert_int_ne(c.agent_move_first, d.agent_move_first);
-	ck_assert_str_ne(c.swap_file, d.swap_file);
-	ck_assert_uint_ne(c.swap_file_size, d.swap_file_size);
-	ck_assert_uint_ne(c.readahead_pages, d.readahead_pages);
-	ck_assert_uint_ne(c.prefetch_pages, d.prefetch_pages);
-	ck_assert_uint_ne(c.hot_window_seconds, d.hot_window_seconds);
-	ck_assert_uint_ne(c.idle_evict_seconds, d.idle_evict_seconds);
-	ck_assert_uint_ne(c.default_limit_percent, d.default_limit_percent);
-	ck_assert_uint_ne(c.proactive_refault_permille, d.proactive_refault_permille);
-	ck_assert_uint_ne(c.proactive_stall_permille, d.proactive_stall_permille);
-	ck_assert_int_ne(c.follow_cgroup_limits, d.follow_cgroup_limits);
-	ck_assert_uint_ne(c.cgroup_headroom_percent, d.cgroup_headroom_percent);
-	ck_assert_uint_ne(c.pressure_stall_ms, d.pressure_stall_ms);
+	ck_assert_int_ne(c.agent.agent_move, d.agent.agent_move);
+	ck_assert_int_ne(c.agent.agent_follow_app, d.agent.agent_follow_app);
+	ck_assert_int_ne(c.agent.agent_move_first, d.agent.agent_move_first);
+	ck_assert_str_ne(c.swap.swap_file, d.swap.swap_file);
+	ck_assert_uint_ne(c.swap.swap_file_size, d.swap.swap_file_size);
+	ck_assert_uint_ne(c.swap.readahead_pages, d.swap.readahead_pages);
+	ck_assert_uint_ne(c.fault.prefetch_pages, d.fault.prefetch_pages);
+	ck_assert_uint_ne(c.policy.hot_window_seconds, d.policy.hot_window_seconds);
+	ck_assert_uint_ne(c.policy.idle_evict_seconds, d.policy.idle_evict_seconds);
+	ck_assert_uint_ne(c.policy.default_limit_percent, d.policy.default_limit_percent);
+	ck_assert_uint_ne(c.policy.proactive_refault_permille, d.policy.proactive_refault_permille);
+	ck_assert_uint_ne(c.policy.proactive_stall_permille, d.policy.proactive_stall_permille);
+	ck_assert_int_ne(c.policy.follow_cgroup_limits, d.policy.follow_cgroup_limits);
+	ck_assert_uint_ne(c.policy.cgroup_headroom_percent, d.policy.cgroup_headroom_percent);
+	ck_assert_uint_ne(c.policy.pressure_stall_ms, d.policy.pressure_stall_ms);
 	ck_assert_int_ne(c.nice, d.nice);
 }
 END_TEST
@@ -208,35 +208,35 @@ END_TEST
 
 START_TEST(test_compressor)
 {
-	ck_assert_int_eq(parse_ok("compressor = lzo").compressor, COMP_LZO);
-	ck_assert_int_eq(parse_ok("compressor = lz4").compressor, COMP_LZ4);
-	ck_assert_int_eq(parse_ok("compressor = zstd").compressor, COMP_ZSTD);
-	ck_assert_int_eq(parse_ok("recompressor = lz4").recompressor, COMP_LZ4);
-	ck_assert_int_eq(parse_ok("recompressor = none").recompressor, CFG_RECOMP_NONE);
+	ck_assert_int_eq(parse_ok("compressor = lzo").pool.compressor, COMP_LZO);
+	ck_assert_int_eq(parse_ok("compressor = lz4").pool.compressor, COMP_LZ4);
+	ck_assert_int_eq(parse_ok("compressor = zstd").pool.compressor, COMP_ZSTD);
+	ck_assert_int_eq(parse_ok("recompressor = lz4").pool.recompressor, COMP_LZ4);
+	ck_assert_int_eq(parse_ok("recompressor = none").pool.recompressor, CFG_RECOMP_NONE);
 }
 END_TEST
 
 START_TEST(test_percent_bounds)
 {
-	ck_assert_uint_eq(parse_ok("max_pool_percent = 0").max_pool_percent, 0);
-	ck_assert_uint_eq(parse_ok("max_pool_percent = 100").max_pool_percent, 100);
-	ck_assert_uint_eq(parse_ok("max_pool_percent = 007").max_pool_percent, 7);
-	ck_assert_uint_eq(parse_ok("accept_threshold_percent = 0").accept_threshold_percent, 0);
-	ck_assert_uint_eq(parse_ok("accept_threshold_percent = 100").accept_threshold_percent, 100);
-	ck_assert_uint_eq(parse_ok("max_compressed_percent = 1").max_compressed_percent, 1);
-	ck_assert_uint_eq(parse_ok("max_compressed_percent = 100").max_compressed_percent, 100);
-	ck_assert_uint_eq(parse_ok("evict_batch_pages = 1").evict_batch_pages, 1);
-	ck_assert_uint_eq(parse_ok("evict_batch_pages = 1024").evict_batch_pages, 1024);
+	ck_assert_uint_eq(parse_ok("max_pool_percent = 0").pool.max_pool_percent, 0);
+	ck_assert_uint_eq(parse_ok("max_pool_percent = 100").pool.max_pool_percent, 100);
+	ck_assert_uint_eq(parse_ok("max_pool_percent = 007").pool.max_pool_percent, 7);
+	ck_assert_uint_eq(parse_ok("accept_threshold_percent = 0").pool.accept_threshold_percent, 0);
+	ck_assert_uint_eq(parse_ok("accept_threshold_percent = 100").pool.accept_threshold_percent, 100);
+	ck_assert_uint_eq(parse_ok("max_compressed_percent = 1").pool.max_compressed_percent, 1);
+	ck_assert_uint_eq(parse_ok("max_compressed_percent = 100").pool.max_compressed_percent, 100);
+	ck_assert_uint_eq(parse_ok("evict_batch_pages = 1").agent.evict_batch_pages, 1);
+	ck_assert_uint_eq(parse_ok("evict_batch_pages = 1024").agent.evict_batch_pages, 1024);
 }
 END_TEST
 
 START_TEST(test_pool_bytes)
 {
-	ck_assert_uint_eq(parse_ok("max_pool_bytes = 0").max_pool_bytes, 0);
-	ck_assert_uint_eq(parse_ok("max_pool_bytes = 4096").max_pool_bytes, 4096);
-	ck_assert_uint_eq(parse_ok("max_pool_bytes = 192M").max_pool_bytes, 192u << 20);
-	ck_assert_uint_eq(parse_ok("max_pool_bytes = 64 KiB").max_pool_bytes, 64u << 10);
-	ck_assert_uint_eq(parse_ok("max_pool_bytes = 2T").max_pool_bytes, UINT64_C(2) << 40);
+	ck_assert_uint_eq(parse_ok("max_pool_bytes = 0").pool.max_pool_bytes, 0);
+	ck_assert_uint_eq(parse_ok("max_pool_bytes = 4096").pool.max_pool_bytes, 4096);
+	ck_assert_uint_eq(parse_ok("max_pool_bytes = 192M").pool.max_pool_bytes, 192u << 20);
+	ck_assert_uint_eq(parse_ok("max_pool_bytes = 64 KiB").pool.max_pool_bytes, 64u << 10);
+	ck_assert_uint_eq(parse_ok("max_pool_bytes = 2T").pool.max_pool_bytes, UINT64_C(2) << 40);
 }
 END_TEST
 
@@ -269,12 +269,12 @@ END_TEST
 
 START_TEST(test_auto_bool)
 {
-	ck_assert_int_eq(parse_ok("store_incompressible = yes").store_incompressible, CFG_YES);
-	ck_assert_int_eq(parse_ok("store_incompressible = On").store_incompressible, CFG_YES);
-	ck_assert_int_eq(parse_ok("store_incompressible = no").store_incompressible, CFG_NO);
-	ck_assert_int_eq(parse_ok("store_incompressible = 0").store_incompressible, CFG_NO);
+	ck_assert_int_eq(parse_ok("store_incompressible = yes").pool.store_incompressible, CFG_YES);
+	ck_assert_int_eq(parse_ok("store_incompressible = On").pool.store_incompressible, CFG_YES);
+	ck_assert_int_eq(parse_ok("store_incompressible = no").pool.store_incompressible, CFG_NO);
+	ck_assert_int_eq(parse_ok("store_incompressible = 0").pool.store_incompressible, CFG_NO);
 	ck_assert_int_eq(parse_ok("store_incompressible = no\nstore_incompressible = AUTO")
-				 .store_incompressible,
+				 .pool.store_incompressible,
 			 CFG_AUTO);
 }
 END_TEST
@@ -293,11 +293,11 @@ START_TEST(test_syntax)
 		     "evict_batch_pages=8\n"
 		     "mlock = no\r\n"
 		     "log_level =    debug");
-	ck_assert_uint_eq(c.max_pool_percent, 33);
-	ck_assert_uint_eq(c.evict_batch_pages, 8);
+	ck_assert_uint_eq(c.pool.max_pool_percent, 33);
+	ck_assert_uint_eq(c.agent.evict_batch_pages, 8);
 	ck_assert(!c.mlock);
 	ck_assert_int_eq(c.log_level, LOG_LVL_DEBUG);
-	ck_assert_uint_eq(c.accept_threshold_percent, 90);
+	ck_assert_uint_eq(c.pool.accept_threshold_percent, 90);
 }
 END_TEST
 
@@ -306,7 +306,7 @@ START_TEST(test_repeated_key)
 	struct cfg c;
 
 	c = parse_ok("max_pool_percent = 10\nmlock = no\nmax_pool_percent = 30\n");
-	ck_assert_uint_eq(c.max_pool_percent, 30);
+	ck_assert_uint_eq(c.pool.max_pool_percent, 30);
 	c = parse_ok("socket = /a\nsocket = /bb\nsocket = /c\n");
 	ck_assert_str_eq(c.socket, "/c");
 }
@@ -501,18 +501,18 @@ START_TEST(test_pool_limit)
 	cfg_defaults(&c);
 	ck_assert_uint_eq(cfg_pool_limit(&c, 1000), 200);
 	ck_assert_uint_eq(cfg_pool_limit(&c, UINT64_C(24) << 30), (UINT64_C(24) << 30) / 5);
-	c.max_pool_percent = 33;
+	c.pool.max_pool_percent = 33;
 	ck_assert_uint_eq(cfg_pool_limit(&c, 1001), 330);
 	ck_assert_uint_eq(cfg_pool_limit(&c, 99), 32);
-	c.max_pool_percent = 100;
+	c.pool.max_pool_percent = 100;
 	ck_assert_uint_eq(cfg_pool_limit(&c, UINT64_MAX), UINT64_MAX);
-	c.max_pool_percent = 50;
+	c.pool.max_pool_percent = 50;
 	ck_assert_uint_eq(cfg_pool_limit(&c, UINT64_MAX), UINT64_MAX / 2);
-	c.max_pool_percent = 0;
+	c.pool.max_pool_percent = 0;
 	ck_assert_uint_eq(cfg_pool_limit(&c, 1000), 0);
-	c.max_pool_bytes = 4096;
+	c.pool.max_pool_bytes = 4096;
 	ck_assert_uint_eq(cfg_pool_limit(&c, 1000), 4096);
-	c.max_pool_percent = 20;
+	c.pool.max_pool_percent = 20;
 	ck_assert_uint_eq(cfg_pool_limit(&c, UINT64_C(1) << 40), 4096);
 }
 END_TEST
@@ -540,7 +540,7 @@ START_TEST(test_file)
 
 	cfg_defaults(&c);
 	ck_assert_msg(cfg_parse_file(&c, path, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_uint_eq(c.max_pool_percent, 42);
+	ck_assert_uint_eq(c.pool.max_pool_percent, 42);
 	ck_assert(!c.mlock);
 	unlink(path);
 	free(path);

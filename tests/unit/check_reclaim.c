@@ -21,37 +21,37 @@ static void setup(void)
 {
 	d = (struct daemon){ 0 };
 	t = (struct target){ .d = &d };
-	t.limit_set = true;
-	t.limit_bytes = t.last_limit = 64 * MIB;
-	t.rss_pages = PAGES(64);
-	t.stores = t.stores_at_check = 1000;
+	t.limit.set = true;
+	t.limit.bytes = t.limit.last = 64 * MIB;
+	t.limit.rss_pages = PAGES(64);
+	t.counts.stores = t.limit.stores_at_check = 1000;
 }
 
 START_TEST(test_within_slack)
 {
 	ck_assert(!reclaim_throttle(&t));
-	t.faults_since_check = PAGES(1); /* 1 MiB over: the slack is 64/64 */
+	t.limit.faults_since_check = PAGES(1); /* 1 MiB over: the slack is 64/64 */
 	ck_assert(!reclaim_throttle(&t));
 }
 END_TEST
 
 START_TEST(test_over_slack)
 {
-	t.faults_since_check = PAGES(2);
+	t.limit.faults_since_check = PAGES(2);
 	ck_assert(reclaim_throttle(&t));
-	t.stores += PAGES(2); /* the batch committed: back within */
+	t.counts.stores += PAGES(2); /* the batch committed: back within */
 	ck_assert(!reclaim_throttle(&t));
 }
 END_TEST
 
 START_TEST(test_no_limit)
 {
-	t.faults_since_check = PAGES(200);
-	t.limit_bytes = 0; /* `limit PID none` */
+	t.limit.faults_since_check = PAGES(200);
+	t.limit.bytes = 0; /* `limit PID none` */
 	ck_assert(!reclaim_throttle(&t));
-	t.limit_set = false; /* nor a default one */
+	t.limit.set = false; /* nor a default one */
 	ck_assert(!reclaim_throttle(&t));
-	d.cfg.default_limit_percent = 50; /* now the default applies */
+	d.cfg.policy.default_limit_percent = 50; /* now the default applies */
 	ck_assert(reclaim_throttle(&t));
 }
 END_TEST
@@ -59,12 +59,12 @@ END_TEST
 /* Pages that compress too poorly fill the limit: waiting cannot help. */
 START_TEST(test_unreachable)
 {
-	t.faults_since_check = PAGES(200);
+	t.limit.faults_since_check = PAGES(200);
 	ck_assert(reclaim_throttle(&t));
 	for (uint64_t p = 0; p < PAGES(64); p++)
-		hot_note(&t.poor, p, 1, TARGET_POOR_WINDOW_MS);
+		hot_note(&t.evict.poor, p, 1, TARGET_POOR_WINDOW_MS);
 	ck_assert(!reclaim_throttle(&t));
-	hot_free(&t.poor);
+	hot_free(&t.evict.poor);
 }
 END_TEST
 
