@@ -803,7 +803,7 @@ int recover_prepare(struct daemon *d);
 int recover_load(struct daemon *d);
 
 /* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
-#define HANDOVER_VERSION 2 /* the image this binary writes */
+#define HANDOVER_VERSION 3 /* the image this binary writes */
 #define HANDOVER_OLDEST 1  /* the oldest it reads */
 #define ZSWAPD_HANDOVER_ENV "ZSWAPD_HANDOVER_FD" /* the image's descriptor, for the new binary */
 /*

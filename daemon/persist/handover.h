@@ -5,7 +5,7 @@
  * image never leaves the machine):
  *   ho_header | ho_stat x nstats | ho_group x ngroups
  *   | ho_entry x nentries (a RAW entry followed by its page)
- *   | ho_target (followed by ho_page x npages) x ntargets | ho_conn x nconns
+ *   | ho_target, its record and ho_page x npages (x ntargets) | ho_conn x nconns
  * An entry's id is its place in the entries; the LRU order is theirs.
  * The pool's bytes are not in it: pool_fd names the memfd they are in.
  *
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "target_record.h"
 
 #define HANDOVER_MAGIC "zswapdH\x01"
 #define HANDOVER_BUF (1u << 20)
@@ -77,7 +78,20 @@ struct ho_entry {
 	uint64_t disk;	/* COMP on disk: its byte offset in the swap file */
 };
 
+/*
+ * A process (version 3 on): its descriptors, how long its record is (an
+ * older zswapd's may be shorter, target_record.h), the record, then its
+ * pages, ho_page x npages.
+ */
 struct ho_target {
+	int32_t uffd, pidfd, staging_fd;
+	uint32_t rec_len;
+	uint64_t npages;
+	/* then rec_len bytes of struct target_record */
+};
+
+/* Versions 1 and 2 wrote a process out field by field (read, never written). */
+struct ho_target_v2 {
 	int32_t pid;
 	uint32_t uid;
 	char comm[ZS_COMM_LEN];

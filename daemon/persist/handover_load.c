@@ -308,43 +308,64 @@ static int ho_load_pool(struct daemon *d, struct ho_in *in, const struct ho_head
 	return ho_account_entries(d, l);
 }
 
-static int ho_load_target(struct daemon *d, struct ho_in *in, struct ho_loaded *l,
-			  struct target **ret)
+/* A process as versions 1 and 2 wrote it, field by field: as a record. */
+static int ho_get_target_v2(struct ho_in *in, struct ho_target *ht, struct target_record *rec)
 {
-	struct ho_target ht;
-	struct target *t;
-	int r = ho_get(in, &ht, sizeof(ht));
+	struct ho_target_v2 o;
+	int r = ho_get(in, &o, sizeof(o));
 
 	if (r < 0)
 		return r;
-	if (ht.nexcl > ZS_AGENT_MAX_EXCL || ht.staging_pages > ZS_STAGING_MAX_SLOTS)
+	*ht = (struct ho_target){ .uffd = o.uffd, .pidfd = o.pidfd, .staging_fd = o.staging_fd,
+				  .npages = o.npages };
+	*rec = (struct target_record){
+		.pid = o.pid, .uid = o.uid, .features = o.features, .beacon = o.beacon,
+		.staging_pages = o.staging_pages, .agent_tid = o.agent_tid, .nexcl = o.nexcl,
+		.forked = o.forked, .limit_set = o.limit_set, .limit_bytes = o.limit_bytes,
+		.scan_cursor = o.scan_cursor, .started_usec = o.started_usec, .stores = o.stores,
+		.loads = o.loads, .invalidates = o.invalidates, .stored_bytes = o.stored_bytes,
+		.refused = o.refused, .unclaimed = o.unclaimed, .mismoves_seen = o.mismoves_seen,
+		.stall_usec = o.stall_usec,
+	};
+	memcpy(rec->comm, o.comm, sizeof(rec->comm));
+	memcpy(rec->excl, o.excl, sizeof(rec->excl));
+	return 0;
+}
+
+static int ho_get_target(struct ho_in *in, uint32_t version, struct ho_target *ht,
+			 struct target_record *rec)
+{
+	uint8_t buf[sizeof(*rec)];
+	int r;
+
+	if (version < 3)
+		return ho_get_target_v2(in, ht, rec);
+	r = ho_get(in, ht, sizeof(*ht));
+	if (r == 0 && ht->rec_len > sizeof(buf))
+		r = -EPROTO;
+	if (r == 0)
+		r = ho_get(in, buf, ht->rec_len);
+	return r < 0 ? r : target_record_read(buf, ht->rec_len, rec);
+}
+
+static int ho_load_target(struct daemon *d, struct ho_in *in, uint32_t version,
+			  struct ho_loaded *l, struct target **ret)
+{
+	struct target_record rec;
+	struct ho_target ht;
+	struct target *t;
+	int r = ho_get_target(in, version, &ht, &rec);
+
+	if (r < 0)
+		return r;
+	if (rec.nexcl > ZS_AGENT_MAX_EXCL || rec.staging_pages > ZS_STAGING_MAX_SLOTS)
 		return -EPROTO;
-	r = target_take_over(d, ho_own(ht.uffd), ht.features, ht.pid, ho_own(ht.pidfd),
-			     ho_own(ht.staging_fd),
-			     ht.staging_pages, fault_uffd_ready, &t);
+	r = target_take_over(d, ho_own(ht.uffd), rec.features, rec.pid, ho_own(ht.pidfd),
+			     ho_own(ht.staging_fd), rec.staging_pages, fault_uffd_ready, &t);
 	if (r < 0)
 		return r;
 	*ret = t;
-	t->uid = ht.uid;
-	memcpy(t->comm, ht.comm, sizeof(t->comm));
-	t->comm[sizeof(t->comm) - 1] = '\0';
-	t->agent.tid = ht.agent_tid;
-	t->agent.beacon = ht.beacon;
-	t->agent.nexcl = ht.nexcl;
-	memcpy(t->agent.excl, ht.excl, sizeof(t->agent.excl));
-	t->forked = ht.forked;
-	t->unclaimed = ht.unclaimed;
-	t->limit.set = ht.limit_set;
-	t->limit.bytes = ht.limit_bytes;
-	t->agent.mismoves_seen = ht.mismoves_seen;
-	t->evict.scan_cursor = ht.scan_cursor;
-	t->counts.stores = ht.stores;
-	t->counts.loads = ht.loads;
-	t->counts.invalidates = ht.invalidates;
-	t->counts.stall_usec = ht.stall_usec;
-	t->counts.started_usec = ht.started_usec;
-	t->counts.stored_bytes = ht.stored_bytes;
-	t->counts.refused = ht.refused;
+	target_record_apply(t, &rec);
 	for (uint64_t i = 0; i < ht.npages; i++) {
 		struct ho_page p;
 		struct entry *e;
@@ -476,7 +497,7 @@ int handover_load(struct daemon *d)
 	if (r == 0)
 		r = ho_load_pool(d, &in, &h, &l);
 	for (uint32_t i = 0; r == 0 && i < h.ntargets; i++) {
-		r = ho_load_target(d, &in, &l, &l.targets[i]);
+		r = ho_load_target(d, &in, h.version, &l, &l.targets[i]);
 		if (r == 0)
 			pages += idx_count(l.targets[i]->idx);
 	}

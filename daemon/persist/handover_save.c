@@ -234,24 +234,17 @@ static uint32_t ho_save_targets(struct daemon *d, struct ho_ids *ids, struct ho_
 	uint32_t n = 0;
 
 	for (struct target *t = d->targets; t; t = t->next) {
-		struct ho_target ht = {
-			.pid = t->pid, .uid = t->uid, .uffd = t->uffd_w.fd, .pidfd = t->pidfd_w.fd,
-			.staging_fd = t->agent.staging_fd, .staging_pages = t->agent.staging_pages,
-			.agent_tid = t->agent.tid, .nexcl = t->agent.nexcl, .features = t->features,
-			.beacon = t->agent.beacon, .forked = t->forked, .unclaimed = t->unclaimed,
-			.limit_set = t->limit.set, .mismoves_seen = t->agent.mismoves_seen,
-			.scan_cursor = t->evict.scan_cursor, .limit_bytes = t->limit.bytes,
-			.stores = t->counts.stores, .loads = t->counts.loads, .invalidates = t->counts.invalidates,
-			.stall_usec = t->counts.stall_usec, .started_usec = t->counts.started_usec,
-			.stored_bytes = t->counts.stored_bytes, .refused = t->counts.refused,
-			.npages = idx_count(t->idx),
-		};
+		struct target_record rec;
+		struct ho_target ht = { .uffd = t->uffd_w.fd, .pidfd = t->pidfd_w.fd,
+					.staging_fd = t->agent.staging_fd, .rec_len = sizeof(rec),
+					.npages = idx_count(t->idx) };
 
 		if (t->dead)
 			continue;
-		memcpy(ht.comm, t->comm, sizeof(ht.comm));
-		memcpy(ht.excl, t->agent.excl, sizeof(ht.excl));
+		target_record_fill(t, &rec);
+		rec.key = 0; /* the journal's, which the new binary writes anew */
 		ho_put(o, &ht, sizeof(ht));
+		ho_put(o, &rec, sizeof(rec));
 		idx_walk(t->idx, 0, IDX_PGNO_MAX, ho_save_page, &ctx);
 		n++;
 	}

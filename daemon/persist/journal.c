@@ -133,28 +133,12 @@ static void journal_pack_entry(const struct entry *e, struct jr_entry *je)
 	}
 }
 
-static void journal_pack_target(const struct target *t, struct jr_target *jt)
-{
-	*jt = (struct jr_target){
-		.key = t->persist.key, .pid = t->pid, .uid = t->uid, .features = t->features,
-		.beacon = t->agent.beacon, .staging_pages = t->agent.staging_pages, .agent_tid = t->agent.tid,
-		.nexcl = t->agent.nexcl, .forked = t->forked, .limit_set = t->limit.set,
-		.has_conn = t->conn != NULL, .ready_unsure = t->persist.ready_unsure,
-		.limit_bytes = t->limit.bytes,
-		.scan_cursor = t->evict.scan_cursor, .started_usec = t->counts.started_usec,
-		.stores = t->counts.stores, .loads = t->counts.loads, .invalidates = t->counts.invalidates,
-		.stored_bytes = t->counts.stored_bytes, .refused = t->counts.refused,
-	};
-	memcpy(jt->comm, t->comm, sizeof(jt->comm));
-	memcpy(jt->excl, t->agent.excl, sizeof(jt->excl));
-}
-
 static int journal_put_target(struct journal *j, const struct target *t)
 {
-	struct jr_target jt;
+	struct target_record rec;
 
-	journal_pack_target(t, &jt);
-	return journal_put(j, JR_TARGET, &jt, sizeof(jt), NULL, 0);
+	target_record_fill(t, &rec);
+	return journal_put(j, JR_TARGET, &rec, sizeof(rec), NULL, 0);
 }
 
 static int journal_put_batch(struct journal *j, const struct target *t, const struct batch *b,

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "target_record.h"
 
 #define JOURNAL_MAGIC "zswapdJ\x01"
 #define JOURNAL_VERSION 1
@@ -54,7 +55,7 @@ struct jr_header {
 };
 
 enum jr_type {
-	JR_TARGET = 1,	 /* jr_target: a process served, as it is now */
+	JR_TARGET = 1,	 /* target_record: a process served, as it is now */
 	JR_GONE,	 /* key: it is gone (exited, exec'd, lost) */
 	JR_STORE,	 /* jr_store: a page of a target is in an entry */
 	JR_ENTRY,	 /* jr_entry_rec: an entry moved (written back, recompressed) */
@@ -84,21 +85,6 @@ struct jr_entry {
 	uint64_t disk; /* COMP on disk: its byte offset in the swap file */
 };
 
-struct jr_target {
-	uint64_t key;
-	int32_t pid; /* 0: a forked child not named yet */
-	uint32_t uid;
-	char comm[ZS_COMM_LEN];
-	uint64_t features, beacon;
-	uint32_t staging_pages;
-	int32_t agent_tid;
-	uint32_t nexcl;
-	uint8_t forked, limit_set, has_conn;
-	uint8_t ready_unsure; /* ZS_READY maybe not sent yet: the next zswapd sends it */
-	struct zs_range excl[ZS_AGENT_MAX_EXCL];
-	uint64_t limit_bytes, scan_cursor, started_usec;
-	uint64_t stores, loads, invalidates, stored_bytes, refused;
-};
 
 struct jr_store {
 	uint64_t key;

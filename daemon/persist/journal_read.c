@@ -100,7 +100,7 @@ static int rp_target(struct replay *rp, uint64_t key, bool create, struct rtarge
 		free(rt);
 		return r;
 	}
-	rt->jt.key = key;
+	rt->rec.key = key;
 	rp->order[rp->ntargets++] = rt;
 	if (key > rp->max_key)
 		rp->max_key = key;
@@ -235,15 +235,7 @@ static int rp_fork(struct replay *rp, const struct jr_fork *jf)
 	r = idx_walk(child->idx, 0, IDX_PGNO_MAX, rp_unlink_one, child);
 	if (r < 0)
 		return r;
-	child->jt = parent->jt;
-	child->jt.key = jf->child;
-	child->jt.pid = 0;
-	child->jt.agent_tid = 0;
-	child->jt.staging_pages = 0;
-	child->jt.has_conn = 0;
-	child->jt.forked = 1;
-	child->jt.stores = child->jt.loads = child->jt.invalidates = 0;
-	child->jt.stored_bytes = child->jt.refused = 0;
+	target_record_fork(&parent->rec, jf->child, &child->rec);
 	/* Forked while its parent's batch was out: that batch's pages are its too. */
 	if (parent->batch && parent->batch->nforks < BATCH_MAX_FORKS) {
 		uint32_t f = 0;
@@ -342,13 +334,16 @@ static int rp_remap_rec(struct replay *rp, const struct jr_remap *jr)
 	return r == 0 && rt ? rp_remap(rt, jr) : r;
 }
 
-static int rp_target_rec(struct replay *rp, const struct jr_target *jt)
+static int rp_target_rec(struct replay *rp, const void *p, uint32_t len)
 {
+	struct target_record rec;
 	struct rtarget *rt;
-	int r = rp_target(rp, jt->key, true, &rt);
+	int r = target_record_read(p, len, &rec);
 
+	if (r == 0)
+		r = rp_target(rp, rec.key, true, &rt);
 	if (r == 0 && rt)
-		rt->jt = *jt;
+		rt->rec = rec;
 	return r;
 }
 
@@ -383,7 +378,7 @@ static int rp_swap_write(struct replay *rp, const struct jr_swap_write *jw)
 static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t len)
 {
 	static const uint32_t sizes[] = {
-		[JR_TARGET] = sizeof(struct jr_target),	   [JR_GONE] = sizeof(uint64_t),
+		[JR_GONE] = sizeof(uint64_t),
 		[JR_STORE] = sizeof(struct jr_store),	   [JR_ENTRY] = sizeof(struct jr_entry_rec),
 		[JR_UNLINK] = sizeof(struct jr_page),	   [JR_INVALIDATE] = sizeof(struct jr_range),
 		[JR_REMAP] = sizeof(struct jr_remap),	   [JR_FORK] = sizeof(struct jr_fork),
@@ -393,11 +388,11 @@ static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t l
 
 	if (type == JR_BATCH)
 		return len < sizeof(struct jr_batch) ? -EPROTO : rp_batch(rp, p, len);
+	if (type == JR_TARGET) /* an older zswapd's is shorter */
+		return rp_target_rec(rp, p, len);
 	if (type >= sizeof(sizes) / sizeof(sizes[0]) || !sizes[type] || len != sizes[type])
 		return -EPROTO;
 	switch (type) {
-	case JR_TARGET:
-		return rp_target_rec(rp, p);
 	case JR_GONE:
 		return rp_gone(rp, *(const uint64_t *)p);
 	case JR_STORE:

@@ -31,7 +31,7 @@ struct rentry {
 };
 
 struct rtarget {
-	struct jr_target jt;
+	struct target_record rec;
 	bool gone;
 	struct idx *idx;	/* pgno -> struct rentry */
 	struct jr_batch *batch; /* in flight, runs after it; NULL if none */

@@ -320,50 +320,25 @@ static void recover_drop_fd(struct daemon *d, uint64_t key, enum journal_fd what
  * then the memfd's size does, its slots and the page of veto bytes.  0 if
  * neither can say.
  */
-static uint32_t recover_staging_pages(int staging, const struct jr_target *jt)
+static uint32_t recover_staging_pages(int staging, const struct target_record *rec)
 {
 	struct stat st;
 	uint64_t pages;
 
-	if (staging < 0 || jt->staging_pages)
-		return jt->staging_pages;
+	if (staging < 0 || rec->staging_pages)
+		return rec->staging_pages;
 	if (fstat(staging, &st) < 0 || st.st_size % ZS_PAGE_SIZE)
 		return 0;
 	pages = (uint64_t)st.st_size / ZS_PAGE_SIZE;
 	if (pages < 2 || pages - 1 > ZS_STAGING_MAX_SLOTS)
 		return 0;
 	log_debug("recover: target %llu: %llu staging slots its record does not name yet",
-		  (unsigned long long)jt->key, (unsigned long long)(pages - 1));
+		  (unsigned long long)rec->key, (unsigned long long)(pages - 1));
 	return (uint32_t)(pages - 1);
 }
 
-/* What the journal says of a process, on the target taken over. */
-static void recover_fields(struct target *t, const struct jr_target *jt)
-{
-	t->persist.key = jt->key;
-	t->persist.journaled = true;
-	t->uid = jt->uid;
-	memcpy(t->comm, jt->comm, sizeof(t->comm));
-	t->comm[sizeof(t->comm) - 1] = '\0';
-	t->agent.tid = jt->agent_tid;
-	t->agent.beacon = jt->beacon;
-	t->agent.nexcl = jt->nexcl;
-	memcpy(t->agent.excl, jt->excl, sizeof(t->agent.excl));
-	t->forked = jt->forked;
-	t->persist.ready_unsure = jt->ready_unsure;
-	t->limit.set = jt->limit_set;
-	t->limit.bytes = jt->limit_bytes;
-	t->evict.scan_cursor = jt->scan_cursor;
-	t->counts.started_usec = jt->started_usec;
-	t->counts.stores = jt->stores;
-	t->counts.loads = jt->loads;
-	t->counts.invalidates = jt->invalidates;
-	t->counts.stored_bytes = jt->stored_bytes;
-	t->counts.refused = jt->refused;
-}
-
-/* The shim's connection (connfd, -1: none) to target t taken over, as its record jt says. */
-static int recover_conn(struct daemon *d, struct target *t, const struct jr_target *jt, int connfd)
+/* The shim's connection (connfd, -1: none) to target t taken over, as its record rec says. */
+static int recover_conn(struct daemon *d, struct target *t, const struct target_record *rec, int connfd)
 {
 	struct conn *c;
 	int r;
@@ -380,7 +355,7 @@ static int recover_conn(struct daemon *d, struct target *t, const struct jr_targ
 	/* Killed between storing its connection and READY (target_adopt()):
 	 * the record says so, or was not written yet and does not know the
 	 * connection.  A shim that had READY ignores this one. */
-	if ((t->persist.ready_unsure || !jt->has_conn) && t->agent.staging &&
+	if ((t->persist.ready_unsure || !rec->has_conn) && t->agent.staging &&
 	    target_send_ready(t, t->forked) == 0)
 		t->persist.ready_unsure = false;
 	return 0;
@@ -388,18 +363,18 @@ static int recover_conn(struct daemon *d, struct target *t, const struct jr_targ
 
 static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 {
-	const struct jr_target *jt = &rt->jt;
+	const struct target_record *rec = &rt->rec;
 	struct recover_pages rpg = { 0 };
 	uint8_t stored = 0;
 	int uffd, pidfd, staging, connfd, r;
 	uint32_t staging_pages;
 	struct target *t;
 
-	uffd = recover_take_fd(d, jt->key, JOURNAL_FD_UFFD, &stored);
-	pidfd = recover_take_fd(d, jt->key, JOURNAL_FD_PIDFD, &stored);
-	staging = recover_take_fd(d, jt->key, JOURNAL_FD_STAGING, &stored);
-	connfd = recover_take_fd(d, jt->key, JOURNAL_FD_CONN, &stored);
-	staging_pages = recover_staging_pages(staging, jt);
+	uffd = recover_take_fd(d, rec->key, JOURNAL_FD_UFFD, &stored);
+	pidfd = recover_take_fd(d, rec->key, JOURNAL_FD_PIDFD, &stored);
+	staging = recover_take_fd(d, rec->key, JOURNAL_FD_STAGING, &stored);
+	connfd = recover_take_fd(d, rec->key, JOURNAL_FD_CONN, &stored);
+	staging_pages = recover_staging_pages(staging, rec);
 	/*
 	 * Only what the record says settles whether the process is gone: a
 	 * descriptor stored after it (a staging memfd of unknown size, say)
@@ -409,22 +384,22 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	 */
 	if (staging >= 0 && !staging_pages) {
 		log_warning("pid %d: its staging cannot be taken over; its shim is let go",
-			    jt->pid);
-		recover_drop_fd(d, jt->key, JOURNAL_FD_STAGING, &staging, &stored);
-		recover_drop_fd(d, jt->key, JOURNAL_FD_CONN, &connfd, &stored);
+			    rec->pid);
+		recover_drop_fd(d, rec->key, JOURNAL_FD_STAGING, &staging, &stored);
+		recover_drop_fd(d, rec->key, JOURNAL_FD_CONN, &connfd, &stored);
 	}
-	if (uffd < 0 || (jt->pid && pidfd < 0) || (pidfd >= 0 && !recover_pidfd_alive(pidfd)) ||
-	    jt->nexcl > ZS_AGENT_MAX_EXCL || jt->staging_pages > ZS_STAGING_MAX_SLOTS) {
+	if (uffd < 0 || (rec->pid && pidfd < 0) || (pidfd >= 0 && !recover_pidfd_alive(pidfd)) ||
+	    rec->nexcl > ZS_AGENT_MAX_EXCL || rec->staging_pages > ZS_STAGING_MAX_SLOTS) {
 		/* Exited (its pages go with it), or never fully ours. */
-		log_debug("recover: target %llu (pid %d) is gone", (unsigned long long)jt->key,
-			  jt->pid);
+		log_debug("recover: target %llu (pid %d) is gone", (unsigned long long)rec->key,
+			  rec->pid);
 		recover_close(uffd);
 		recover_close(pidfd);
 		recover_close(staging);
 		recover_close(connfd);
 		return 0;
 	}
-	r = target_take_over(d, uffd, jt->features, jt->pid, pidfd, staging, staging_pages,
+	r = target_take_over(d, uffd, rec->features, rec->pid, pidfd, staging, staging_pages,
 			     fault_uffd_ready, &t);
 	if (r < 0) {
 		recover_close(connfd);
@@ -432,7 +407,10 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	}
 	rt->built = t;
 	t->persist.stored_fds = stored & (uint8_t)~(1u << JOURNAL_FD_CONN);
-	recover_fields(t, jt);
+	target_record_apply(t, rec);
+	t->persist.key = rec->key;
+	t->persist.journaled = true;
+	t->persist.ready_unsure = rec->ready_unsure;
 	rpg.t = t;
 	r = idx_walk(rt->idx, 0, IDX_PGNO_MAX, recover_page, &rpg);
 	if (r < 0) {
@@ -443,7 +421,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 	if (rpg.dropped)
 		log_info("pid %d: %llu pages came back or went while zswapd was away",
 			 (int)t->pid, (unsigned long long)rpg.dropped);
-	return recover_conn(d, t, jt, connfd);
+	return recover_conn(d, t, rec, connfd);
 }
 
 /* The batches the dead zswapd had out, once every target is built (forks name others). */

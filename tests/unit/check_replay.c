@@ -69,9 +69,9 @@ static int jreplay(struct jbuf *j, struct replay *rp)
 
 static void jtarget(struct jbuf *j, uint64_t key, int pid)
 {
-	struct jr_target jt = { .key = key, .pid = pid };
+	struct target_record rec = { .key = key, .pid = pid };
 
-	jput(j, JR_TARGET, &jt, sizeof(jt));
+	jput(j, JR_TARGET, &rec, sizeof(rec));
 }
 
 static void jstore(struct jbuf *j, uint64_t key, uint64_t pgno, uint64_t ekey)
@@ -116,7 +116,7 @@ START_TEST(test_pages_and_entries)
 	b = rmap_get(&rp.targets, 2);
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_nonnull(b);
-	ck_assert_int_eq(a->jt.pid, 100);
+	ck_assert_int_eq(a->rec.pid, 100);
 	ck_assert_uint_eq(idx_count(a->idx), 1);
 	ck_assert_uint_eq(idx_count(b->idx), 1);
 	shared = rmap_get(&rp.entries, 0xb0);
@@ -124,6 +124,37 @@ START_TEST(test_pages_and_entries)
 	ck_assert_uint_eq(shared->links, 2);
 	ck_assert_uint_eq(((struct rentry *)rmap_get(&rp.entries, 0xa0))->links, 0);
 	ck_assert(!rp.handed_over);
+	replay_free(&rp);
+}
+END_TEST
+
+/*
+ * A process's record as the first journals wrote it, shorter than today's:
+ * read, what it lacks as zeros; one shorter than that is refused.
+ */
+START_TEST(test_older_target_record)
+{
+	struct target_record rec = { .key = 3, .pid = 300, .stores = 7 };
+	struct jbuf j;
+	struct replay rp;
+	struct rtarget *t;
+
+	memset(&rec.unclaimed, 0xff, sizeof(rec) - TARGET_RECORD_V1_SIZE);
+	jbuf_open(&j, 1);
+	jput(&j, JR_TARGET, &rec, TARGET_RECORD_V1_SIZE);
+	ck_assert_int_eq(jreplay(&j, &rp), 0);
+	t = rmap_get(&rp.targets, 3);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->rec.pid, 300);
+	ck_assert_uint_eq(t->rec.stores, 7);
+	ck_assert_uint_eq(t->rec.unclaimed, 0);
+	ck_assert_uint_eq(t->rec.mismoves_seen, 0);
+	ck_assert_uint_eq(t->rec.stall_usec, 0);
+	replay_free(&rp);
+
+	jbuf_open(&j, 1);
+	jput(&j, JR_TARGET, &rec, TARGET_RECORD_V1_SIZE - 8);
+	ck_assert_int_eq(jreplay(&j, &rp), -EPROTO);
 	replay_free(&rp);
 }
 END_TEST
@@ -231,6 +262,7 @@ static Suite *replay_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_pages_and_entries);
+	tcase_add_test(tc, test_older_target_record);
 	tcase_add_test(tc, test_swap_writes_in_flight);
 	tcase_add_test(tc, test_many_swap_writes);
 	tcase_add_test(tc, test_handed_over);
