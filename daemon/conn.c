@@ -116,7 +116,7 @@ void conn_close(struct conn *c, const char *why)
 		t->conn = NULL;
 		t->agent.tid = 0;
 		evict_abort(t);
-		reclaim_cancel(t, -ENOTCONN);
+		reclaim_end(t, -ENOTCONN);
 		if (!target_mm_alive(t))
 			target_kill(t, "exec or exit");
 		else	/* unusual: the app closed our socket; say so */

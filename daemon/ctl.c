@@ -202,12 +202,12 @@ static int ctl_restore(struct conn *c, const struct zs_hdr *h)
 		return 0;
 	if (c->d->stop.active)
 		return ctl_refuse_stopping(c, h->seq);
-	r = restore_start(t, c, h->seq);
+	r = restore_begin(t, c, h->seq);
 	if (r == -EBUSY)
 		return proto_send_error(c->w.fd, h->seq, r, "a restore of this process is running");
 	if (r < 0)
 		return proto_send_error(c->w.fd, h->seq, r, "cannot start restore");
-	return 0; /* answered by restore_finish() */
+	return 0; /* answered by restore_end() */
 }
 
 /* Answered by the new binary once it has taken over, or here if refused (upgrade.c). */

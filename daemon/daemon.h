@@ -547,7 +547,7 @@ int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_e
 #define RECOMP_TURN_USEC 4000 /* between two turns of recompression */
 int recomp_open(struct daemon *d);
 void recomp_close(struct daemon *d);
-void recomp_run(struct daemon *d);
+void recomp_turn(struct daemon *d);
 bool recomp_pending(const struct daemon *d);
 
 /* entry.c: store / load / put, the counters that go with them, the writeback LRU. */
@@ -657,7 +657,7 @@ void target_tick(struct target *t, uint64_t now_ms);
 struct wb_io;
 int wb_open(struct daemon *d);
 void wb_close(struct daemon *d);
-void wb_run(struct daemon *d);
+void wb_turn(struct daemon *d);
 /* Starts the read a fault at addr on on-disk entry e needs; the fault is answered when it lands. */
 int wb_read(struct target *t, uint64_t addr, struct entry *e);
 void wb_readahead(struct target *t, uint64_t addr);
@@ -685,7 +685,7 @@ int load_fault(struct target *t, uint64_t addr, bool write, bool may_prefetch);
 void idlepoll_open(struct daemon *d);
 void idlepoll_fault_served(struct daemon *d);
 /* Every loop turn: lets the hold go once the burst is over. */
-void idlepoll_tick(struct daemon *d);
+void idlepoll_turn(struct daemon *d);
 
 /* evict_flight.c: pages of the batch in flight, and what the app does to them. */
 uint64_t evict_translate(const struct batch *b, uint64_t addr);
@@ -718,11 +718,11 @@ void evict_forget_layout(struct target *t);
 /* evict.c */
 #define EVICT_PICKING 2
 #define EVICT_MAX_RUNS 512
-int evict_start(struct target *t);
+int evict_begin(struct target *t);
 int evict_done(struct target *t, const struct zs_evict_done *done);
 void evict_abort(struct target *t);
 bool evict_committing(const struct daemon *d);
-void evict_commit_all(struct daemon *d);
+void evict_commit_turn(struct daemon *d);
 void evict_forget_child(struct daemon *d, struct target *child);
 /* A batch a zswapd that died had out, from its journal: put back once the agent is done. */
 struct evict_recovered {
@@ -749,14 +749,14 @@ bool reclaim_picking(const struct daemon *d);
 bool reclaim_limit_unreachable(const struct target *t);
 bool reclaim_throttle(const struct target *t);
 uint64_t reclaim_limit_of(const struct target *t, uint64_t rss);
-void reclaim_continue(struct daemon *d);
-void reclaim_cancel(struct target *t, int err);
+void reclaim_turn(struct daemon *d);
+void reclaim_end(struct target *t, int err);
 
 /* fault.c */
 void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events);
-void fault_retry_all(struct daemon *d);
+void fault_retry_turn(struct daemon *d);
 bool fault_retry_pending(const struct daemon *d);
-void fault_release_throttled(struct daemon *d);
+void fault_throttled_turn(struct daemon *d);
 bool fault_throttled_pending(const struct daemon *d);
 
 /* pressure.c: the host's memory pressure (PSI). */
@@ -767,7 +767,7 @@ void pressure_tick(struct daemon *d);
 bool pressure_active(const struct daemon *d);
 
 /* proactive.c: cold pages evicted unasked, backing off on refaults and stall. */
-void proactive_run(struct daemon *d);
+void proactive_turn(struct daemon *d);
 uint64_t proactive_backed_off(const struct daemon *d);
 
 /* group.c: budgets of groups of processes, and followed cgroup limits. */
@@ -782,19 +782,19 @@ bool group_any(const struct daemon *d);
 void group_free_all(struct daemon *d);
 
 /* restore.c */
-int restore_start(struct target *t, struct conn *c, uint32_t seq);
-void restore_finish(struct target *t, int err);
+int restore_begin(struct target *t, struct conn *c, uint32_t seq);
+void restore_end(struct target *t, int err);
 void restore_forget_conn(struct daemon *d, struct conn *c);
 bool restore_active(const struct daemon *d);
-void restore_continue(struct daemon *d);
+void restore_turn(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
 
 /* survive.c: surviving our own death (survive_crash). */
-void survive_init(struct daemon *d);
+void persist_init(struct daemon *d);
 /* Everything into the store, and a journal: once set up, or a new binary took over. */
-int survive_start(struct daemon *d);
+int persist_open(struct daemon *d);
 /* Everything out of it: an upgrade's exec (the new binary puts it back). */
-void survive_stop(struct daemon *d);
+void persist_close(struct daemon *d);
 
 /* recover.c: a start after a zswapd died, from what the fd store kept (journal.h). */
 /* Before set-up: 1 if the store handed back a journal (the config follows it), 0 if not. */
@@ -829,7 +829,7 @@ int handover_load(struct daemon *d);
  */
 int upgrade_begin(struct daemon *d, const char **ret_why);
 /* Ends an upgrade under way, its check or its quiescing. */
-void upgrade_abandon(struct daemon *d, const char *why);
+void upgrade_end(struct daemon *d, const char *why);
 bool upgrade_checking(const struct daemon *d);
 void upgrade_step(struct daemon *d);
 /* Step 2 alone: no new work, serving faults; and whether nothing is in flight. */

@@ -44,8 +44,8 @@ void drain_begin(struct daemon *d)
 	}
 	for (struct target *t = d->targets; t; t = t->next) {
 		pages += t->dead ? 0 : idx_count(t->idx);
-		reclaim_cancel(t, -ESHUTDOWN);
-		restore_finish(t, -ESHUTDOWN);
+		reclaim_end(t, -ESHUTDOWN);
+		restore_end(t, -ESHUTDOWN);
 	}
 	log_info("stopping: faulting %llu pages back into their processes",
 		 (unsigned long long)pages);

@@ -51,7 +51,7 @@
 
 #define EVICT_COMMIT_SLICE 8	     /* pages committed per loop turn: ~60 us, a fault's wait at most */
 
-static void batch_free(struct batch *b)
+static void evict_batch_free(struct batch *b)
 {
 	if (!b)
 		return;
@@ -109,7 +109,7 @@ static struct batch *evict_batch_alloc(struct target *t, size_t nruns)
 	b->committed = calloc(t->agent.staging_pages, 1);
 	b->writer = calloc(t->agent.staging_pages, 1);
 	if (!b->runs || !b->dead || !b->restored || !b->committed || !b->writer) {
-		batch_free(b);
+		evict_batch_free(b);
 		return NULL;
 	}
 	b->started_usec = now_usec();
@@ -237,7 +237,7 @@ static int evict_launch(struct target *t, struct batch *b)
  * nothing to evict, EVICT_PICKING if the pick needs more loop turns (call
  * again), -errno on failure.
  */
-int evict_start(struct target *t)
+int evict_begin(struct target *t)
 {
 	struct vmscan_run *runs;
 	struct vmscan_result res;
@@ -295,7 +295,7 @@ int evict_start(struct target *t)
 	b = NULL;
 	r = 1;
 out:
-	batch_free(b);
+	evict_batch_free(b);
 	evict_pick_free(t);
 	return r;
 }
@@ -475,7 +475,7 @@ static void evict_finish(struct target *t, struct batch *b)
 			uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
 		target_note_stall(t, m);
 	}
-	batch_free(b);
+	evict_batch_free(b);
 }
 
 /* One page the agent dropped: stored, or put back if it cannot be. */
@@ -614,7 +614,7 @@ static void evict_recovered_timeout(struct target *t)
 	evict_abort(t);
 }
 
-void evict_commit_all(struct daemon *d)
+void evict_commit_turn(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
 		if (evict_target_committing(t))

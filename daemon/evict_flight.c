@@ -59,7 +59,7 @@ uint64_t evict_translate(const struct batch *b, uint64_t addr)
  * mremaps since, latest first; false if what is at addr now came after the
  * batch's page moved away (the place was vacated, then mapped again).
  */
-static bool batch_untranslate(const struct batch *b, uint64_t *addr)
+static bool evict_batch_untranslate(const struct batch *b, uint64_t *addr)
 {
 	for (uint32_t i = b->nremaps; i-- > 0;) {
 		const struct batch_remap *m = &b->remaps[i];
@@ -81,7 +81,7 @@ bool evict_in_flight(const struct target *t, uint64_t addr, uint32_t *ret_slot)
 {
 	const struct batch *b = t->evict.batch;
 
-	if (!b || !batch_untranslate(b, &addr))
+	if (!b || !evict_batch_untranslate(b, &addr))
 		return false;
 	for (uint32_t i = 0; i < b->nruns; i++) {
 		const struct batch_run *run = &b->runs[i];
@@ -272,7 +272,7 @@ struct remap_ctx {
 	size_t n, cap;
 };
 
-static int remap_collect(uint64_t pgno, void *val, void *arg)
+static int evict_remap_collect(uint64_t pgno, void *val, void *arg)
 {
 	struct remap_ctx *ctx = arg;
 
@@ -307,7 +307,7 @@ int evict_note_remap(struct target *t, uint64_t from, uint64_t to, uint64_t len)
 	struct batch *b = t->evict.batch;
 	int r;
 
-	r = idx_walk(t->idx, from >> ZS_PAGE_SHIFT, (from + len) >> ZS_PAGE_SHIFT, remap_collect,
+	r = idx_walk(t->idx, from >> ZS_PAGE_SHIFT, (from + len) >> ZS_PAGE_SHIFT, evict_remap_collect,
 		     &ctx);
 	if (r < 0)
 		goto out;

@@ -183,7 +183,7 @@ static int evict_cmp_u64(const void *a, const void *b)
  * sweep picked); one whose page is no longer present (evicted, unmapped) is
  * dropped by vmscan_pick_pages.  A second chance renews an entry before the
  * window is looked at, so a page the sweep took as cold can come round
- * again within the same pick, hot now, and be taken twice: evict_start
+ * again within the same pick, hot now, and be taken twice: evict_begin
  * takes the double out (vmscan_runs_dedup).  Looks at most
  * EVICT_LOG_LOOKS entries per page wanted, so a log of second chances
  * costs a bounded turn.

@@ -269,7 +269,7 @@ bool fault_throttled_pending(const struct daemon *d)
  * Once per loop turn: the held faults whose batch committed or whose time
  * is up, and those on the pages of a batch that does not commit.
  */
-void fault_release_throttled(struct daemon *d)
+void fault_throttled_turn(struct daemon *d)
 {
 	uint64_t now = now_usec();
 
@@ -299,7 +299,7 @@ bool fault_retry_pending(const struct daemon *d)
 	return false;
 }
 
-void fault_retry_all(struct daemon *d)
+void fault_retry_turn(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
 		struct uffd_msg *msgs = t->waits.retry;

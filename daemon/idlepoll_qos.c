@@ -66,7 +66,7 @@ void idlepoll_fault_served(struct daemon *d)
 	d->st.idle_poll_holds++;
 }
 
-void idlepoll_tick(struct daemon *d)
+void idlepoll_turn(struct daemon *d)
 {
 	uint64_t now;
 

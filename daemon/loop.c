@@ -125,7 +125,7 @@ static void loop_housekeeping(struct daemon *d)
 	uint64_t now = now_usec();
 	struct target *t;
 
-	idlepoll_tick(d);
+	idlepoll_turn(d);
 	if (!d->stop.active) {
 		bool tick = now - d->turn.limit_usec >= LOOP_LIMIT_MS * 1000u;
 
@@ -135,7 +135,7 @@ static void loop_housekeeping(struct daemon *d)
 		if (d->groups.cgroups_changed) /* a process that grows fast must not wait a second */
 			group_refresh(d);
 		group_enforce(d, tick);
-		proactive_run(d);
+		proactive_turn(d);
 	}
 
 	if (now - d->turn.housekeeping_usec < LOOP_TICK_MS * 1000u)
@@ -167,8 +167,8 @@ static void loop_housekeeping(struct daemon *d)
  */
 static void loop_reap_target(struct daemon *d, struct target *t)
 {
-	reclaim_cancel(t, -ESRCH);
-	restore_finish(t, -ESRCH);
+	reclaim_end(t, -ESRCH);
+	restore_end(t, -ESRCH);
 	evict_abort(t);
 	evict_pick_free(t);
 	evict_forget_child(d, t);
@@ -272,17 +272,17 @@ int loop_run(struct daemon *d)
 		if (n < 0)
 			return log_error_errno(n, "epoll_wait failed: %m"), 1;
 		watch_dispatch(d, evs, n);
-		fault_retry_all(d);
-		fault_release_throttled(d);
-		evict_commit_all(d);
-		reclaim_continue(d);
-		restore_continue(d);
-		wb_run(d);
-		recomp_run(d);
+		fault_retry_turn(d);
+		fault_throttled_turn(d);
+		evict_commit_turn(d);
+		reclaim_turn(d);
+		restore_turn(d);
+		wb_turn(d);
+		recomp_turn(d);
 		loop_compact(d);
 		loop_lock_pool(d);
 		loop_reap(d);
-		journal_maybe_rewrite(d);
+		journal_turn(d);
 		loop_housekeeping(d);
 		if (d->restart.active) {
 			if (restart_step(d))

@@ -320,7 +320,7 @@ static void signal_ready(struct daemon *d, struct watch *w, uint32_t events)
 		} else if (restart_asked(d, &si)) {
 			restart_begin(d);
 		} else if (!d->restart.active) {
-			upgrade_abandon(d, "asked to stop");
+			upgrade_end(d, "asked to stop");
 			drain_begin(d);
 		}
 	}
@@ -570,7 +570,7 @@ int main(int argc, char **argv)
 	d.sd.notify = getenv("NOTIFY_SOCKET") != NULL;
 	if (a.supervise)
 		return supervise(&d, argc, argv, a.foreground, -1);
-	survive_init(&d);
+	persist_init(&d);
 	/* What the fd store kept for us: after a crash, what to take over. */
 	if (handover_fd < 0 && recover_prepare(&d) < 0)
 		return 1;
@@ -588,7 +588,7 @@ int main(int argc, char **argv)
 	if (r == 0 && d.persist.recovery)
 		r = recover_load(&d);
 	else if (r == 0)
-		survive_start(&d); /* a failure is said, and zswapd serves on without */
+		persist_open(&d); /* a failure is said, and zswapd serves on without */
 	if (r < 0) {
 		/* What the store holds stays as it is, for the next try. */
 		d.persist.fdstore = false;
@@ -613,7 +613,7 @@ int main(int argc, char **argv)
 		_exit(r);
 	}
 	if (r == 0)
-		survive_stop(&d); /* every page is back: nothing to keep */
+		persist_close(&d); /* every page is back: nothing to keep */
 	if (!d.sd.socket_activated && r == 0)
 		unlink(d.cfg.socket);
 	daemon_teardown(&d);

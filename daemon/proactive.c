@@ -114,7 +114,7 @@ static void proactive_one(struct target *t, uint64_t now, bool pressure)
 		t->d->st.proactive_sweeps++;
 }
 
-void proactive_run(struct daemon *d)
+void proactive_turn(struct daemon *d)
 {
 	uint64_t now = now_usec();
 	bool pressure = pressure_active(d);

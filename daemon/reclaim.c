@@ -78,7 +78,7 @@ void reclaim_progress(struct target *t)
 		reclaim_finish(t, 0);
 		return;
 	}
-	r = evict_start(t);
+	r = evict_begin(t);
 	if (r == 0)
 		reclaim_finish(t, 0); /* nothing left to take */
 	else if (r < 0)
@@ -104,7 +104,7 @@ bool reclaim_picking(const struct daemon *d)
 }
 
 /* Once per loop turn, after the faults: the next chunk of each pick. */
-void reclaim_continue(struct daemon *d)
+void reclaim_turn(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next)
 		if (reclaim_can_go_on(t))
@@ -170,7 +170,7 @@ uint64_t reclaim_pending_pages(const struct target *t)
 	return rc->want_pages - rc->reply.evicted_pages;
 }
 
-void reclaim_cancel(struct target *t, int err)
+void reclaim_end(struct target *t, int err)
 {
 	if (t->reclaim)
 		reclaim_finish(t, err);

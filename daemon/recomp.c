@@ -87,7 +87,7 @@ static bool recomp_walking(struct daemon *d, uint64_t now)
 	return true;
 }
 
-void recomp_run(struct daemon *d)
+void recomp_turn(struct daemon *d)
 {
 	struct entry_lru *l = &d->lru[ENTRY_LRU_COMP];
 	uint64_t now = now_usec();

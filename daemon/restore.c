@@ -33,7 +33,7 @@ struct restore {
 	bool skipped;	       /* this pass passed over pages being read in */
 };
 
-int restore_start(struct target *t, struct conn *c, uint32_t seq)
+int restore_begin(struct target *t, struct conn *c, uint32_t seq)
 {
 	struct restore *rs;
 
@@ -48,7 +48,7 @@ int restore_start(struct target *t, struct conn *c, uint32_t seq)
 	rs->left_at_pass = idx_count(t->idx);
 	t->limit.bytes = 0;
 	t->limit.set = true;
-	reclaim_cancel(t, -ECANCELED);
+	reclaim_end(t, -ECANCELED);
 	t->restore = rs;
 	log_info("pid %d: restoring %zu evicted pages (limit lifted)", (int)t->pid,
 		 idx_count(t->idx));
@@ -56,7 +56,7 @@ int restore_start(struct target *t, struct conn *c, uint32_t seq)
 }
 
 /* Answers the requester, if still there, and ends the restore; err < 0: failed. */
-void restore_finish(struct target *t, int err)
+void restore_end(struct target *t, int err)
 {
 	struct restore *rs = t->restore;
 	struct zs_restore_reply rep = { 0 };
@@ -141,7 +141,7 @@ static int restore_one(uint64_t pgno, void *val, void *arg)
 }
 
 /* Once per loop turn: the next slice of each restore. */
-void restore_continue(struct daemon *d)
+void restore_turn(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next) {
 		struct restore *rs = t->restore;
@@ -149,7 +149,7 @@ void restore_continue(struct daemon *d)
 		if (!rs)
 			continue;
 		if (t->dead) {
-			restore_finish(t, -ESRCH);
+			restore_end(t, -ESRCH);
 			continue;
 		}
 		rs->budget = RESTORE_SLICE;
@@ -161,7 +161,7 @@ void restore_continue(struct daemon *d)
 		rs->cursor = 0;
 		if (!restore_waits(t) && !rs->skipped &&
 		    (!idx_count(t->idx) || idx_count(t->idx) >= rs->left_at_pass))
-			restore_finish(t, 0);
+			restore_end(t, 0);
 		else
 			rs->left_at_pass = idx_count(t->idx);
 		if (t->restore)
@@ -194,7 +194,7 @@ void restore_unclaimed(struct daemon *d)
 		log_warning("pid %d: a forked child no shim claimed: its evicted pages come back, "
 			    "since only zswapd holds its uffd",
 			    (int)t->pid);
-		r = restore_start(t, NULL, 0);
+		r = restore_begin(t, NULL, 0);
 		if (r < 0)
 			log_warning_errno(r, "pid %d: cannot bring its pages back: %m", (int)t->pid);
 	}

@@ -230,7 +230,7 @@ static void wb_release_held(struct daemon *d)
  * Called every loop turn: while the pool is over accept_threshold_percent of
  * its limit, keep up to WB_WRITE_BLOCKS blocks of writeback in flight.
  */
-void wb_run(struct daemon *d)
+void wb_turn(struct daemon *d)
 {
 	struct wb *wb = d->wb;
 	int r;

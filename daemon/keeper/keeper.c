@@ -125,7 +125,7 @@ struct keeper {
 	char oom_score_adj[16]; /* "" if unknown */
 };
 
-static uint64_t monotonic_usec(void)
+static uint64_t keeper_now_usec(void)
 {
 	struct timespec ts;
 
@@ -149,7 +149,7 @@ struct notify_msg {
 };
 
 /* Pure: splits text (NUL-terminated, cut at each '\n') into what we act on. */
-static void notify_parse(char *text, struct notify_msg *ret)
+static void keeper_notify_parse(char *text, struct notify_msg *ret)
 {
 	*ret = (struct notify_msg){ 0 };
 	for (char *line = text, *next; line; line = next) {
@@ -173,7 +173,7 @@ static void notify_parse(char *text, struct notify_msg *ret)
 	}
 }
 
-static void child_is_ready(struct keeper *k)
+static void keeper_child_is_ready(struct keeper *k)
 {
 	if (k->child_ready) /* again, after an upgrade's exec */
 		return;
@@ -189,13 +189,13 @@ static void child_is_ready(struct keeper *k)
 }
 
 /* One datagram from the child; takes fds, stored or closed. */
-static void notify_dispatch(struct keeper *k, char *text, int *fds, size_t nfds)
+static void keeper_notify_dispatch(struct keeper *k, char *text, int *fds, size_t nfds)
 {
 	struct notify_msg m;
 
-	notify_parse(text, &m);
+	keeper_notify_parse(text, &m);
 	if (m.ready)
-		child_is_ready(k);
+		keeper_child_is_ready(k);
 	if (m.stopping)
 		log_debug("keeper: zswapd (pid %d) is stopping", (int)k->child);
 	if (m.errno_value)
@@ -225,7 +225,7 @@ static void notify_dispatch(struct keeper *k, char *text, int *fds, size_t nfds)
 }
 
 /* Reads one datagram: 1 if one was read (or a signal interrupted), 0 if none is left. */
-static int notify_read_one(struct keeper *k)
+static int keeper_notify_read_one(struct keeper *k)
 {
 	union {
 		struct cmsghdr align;
@@ -285,13 +285,13 @@ static int notify_read_one(struct keeper *k)
 		return 1;
 	}
 	text[n] = '\0';
-	notify_dispatch(k, text, fds, nfds);
+	keeper_notify_dispatch(k, text, fds, nfds);
 	return 1;
 }
 
-static void notify_drain(struct keeper *k)
+static void keeper_notify_drain(struct keeper *k)
 {
-	while (notify_read_one(k) > 0)
+	while (keeper_notify_read_one(k) > 0)
 		;
 }
 
@@ -304,7 +304,7 @@ struct spawn {
 	int *held; /* held[t - 3]: the entry whose descriptor is t, -1 if none; t < n + 3 */
 };
 
-static bool env_is_ours(const char *e)
+static bool keeper_env_is_ours(const char *e)
 {
 	static const char *const ours[] = { "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=",
 					    "LISTEN_FDNAMES=" };
@@ -315,7 +315,7 @@ static bool env_is_ours(const char *e)
 	return false;
 }
 
-static void spawn_free(struct spawn *sp)
+static void keeper_spawn_free(struct spawn *sp)
 {
 	free(sp->envp);
 	free(sp->listen_fds);
@@ -325,7 +325,7 @@ static void spawn_free(struct spawn *sp)
 }
 
 /* Our environment without NOTIFY_SOCKET and LISTEN_*, then the child's own. */
-static int spawn_prepare(struct keeper *k, struct spawn *sp)
+static int keeper_spawn_prepare(struct keeper *k, struct spawn *sp)
 {
 	size_t n = 0, i = 0, len = 0;
 	char *p;
@@ -336,7 +336,7 @@ static int spawn_prepare(struct keeper *k, struct spawn *sp)
 	if (!sp->envp)
 		return -ENOMEM;
 	for (char **e = environ; *e; e++)
-		if (!env_is_ours(*e))
+		if (!keeper_env_is_ours(*e))
 			sp->envp[i++] = *e;
 	sp->envp[i++] = k->notify_env;
 	if (!k->store.n)
@@ -376,7 +376,7 @@ static int spawn_prepare(struct keeper *k, struct spawn *sp)
  * most one descriptor more than we do, and a store as large as
  * RLIMIT_NOFILE allows can be handed over.  st is the child's copy.
  */
-static int child_move_fds(struct keeper_fd *st, size_t n, int *held)
+static int keeper_child_move_fds(struct keeper_fd *st, size_t n, int *held)
 {
 	for (size_t i = 0; i < n; i++) {
 		int t = 3 + (int)i, from = st[i].fd;
@@ -407,7 +407,7 @@ static int child_move_fds(struct keeper_fd *st, size_t n, int *held)
 }
 
 /* In the child: logs with write(2) alone, and exits. */
-static _Noreturn void child_fail(const char *what, const char *arg, int err)
+static _Noreturn void keeper_child_fail(const char *what, const char *arg, int err)
 {
 	const char *parts[] = { "<3>keeper: ", what, " ", arg, ": ", strerror(err), "\n" };
 
@@ -416,7 +416,7 @@ static _Noreturn void child_fail(const char *what, const char *arg, int err)
 	_exit(KEEPER_EXEC_FAILED);
 }
 
-static void fmt_pid(char *dst, pid_t pid)
+static void keeper_fmt_pid(char *dst, pid_t pid)
 {
 	char digits[24];
 	size_t n = 0;
@@ -430,20 +430,20 @@ static void fmt_pid(char *dst, pid_t pid)
 }
 
 /* Between fork() and exec(), in the child: only syscalls. */
-static _Noreturn void child_exec(struct keeper *k, struct spawn *sp)
+static _Noreturn void keeper_child_exec(struct keeper *k, struct spawn *sp)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	int r, fd;
 
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigprocmask(SIG_SETMASK, &k->child_sigmask, NULL);
-	r = child_move_fds(k->store.fds, k->store.n, sp->held);
+	r = keeper_child_move_fds(k->store.fds, k->store.n, sp->held);
 	if (r < 0)
-		child_fail("cannot move the stored descriptors for", k->exe, -r);
+		keeper_child_fail("cannot move the stored descriptors for", k->exe, -r);
 	/* Nothing else, as under systemd: not ours, not what we were given. */
 	close_range((unsigned)k->store.n + 3, ~0U, 0);
 	if (sp->listen_pid)
-		fmt_pid(sp->listen_pid + sizeof(listen_pid_eq) - 1, getpid());
+		keeper_fmt_pid(sp->listen_pid + sizeof(listen_pid_eq) - 1, getpid());
 	setrlimit(RLIMIT_NOFILE, &k->nofile);
 	if (k->oom_score_adj[0]) {
 		fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -453,43 +453,43 @@ static _Noreturn void child_exec(struct keeper *k, struct spawn *sp)
 		}
 	}
 	execve(k->exe, k->argv, sp->envp);
-	child_fail("cannot exec", k->exe, errno);
+	keeper_child_fail("cannot exec", k->exe, errno);
 }
 
-static int child_start(struct keeper *k)
+static int keeper_child_start(struct keeper *k)
 {
 	struct spawn sp = { 0 };
 	pid_t pid;
 	int r;
 
 	keeper_store_sweep(&k->store);
-	r = spawn_prepare(k, &sp);
+	r = keeper_spawn_prepare(k, &sp);
 	if (r < 0) {
 		log_error_errno(r, "keeper: cannot prepare the start of %s: %m", k->exe);
 		goto out;
 	}
 	pid = fork();
 	if (pid == 0)
-		child_exec(k, &sp);
+		keeper_child_exec(k, &sp);
 	if (pid < 0) {
 		r = log_error_errno(-errno, "keeper: cannot fork: %m");
 		goto out;
 	}
 	k->child = pid;
 	k->child_ready = false;
-	k->child_start_usec = monotonic_usec();
+	k->child_start_usec = keeper_now_usec();
 	log_info("keeper: started %s (pid %d) with %zu stored descriptors", k->exe, (int)pid,
 		 k->store.n);
 	/* Stopped while none ran: it gets the store, and gives back what it holds. */
 	if (k->stop_signal)
 		kill(pid, k->stop_signal);
 out:
-	spawn_free(&sp);
+	keeper_spawn_free(&sp);
 	return r;
 }
 
 /* Pure: how long to wait before a start, after quick deaths in a row. */
-static uint64_t restart_wait_usec(unsigned quick_deaths)
+static uint64_t keeper_restart_wait_usec(unsigned quick_deaths)
 {
 	uint64_t wait = KEEPER_WAIT_MIN_USEC;
 
@@ -501,12 +501,12 @@ static uint64_t restart_wait_usec(unsigned quick_deaths)
 }
 
 /* Starts the child after usec (0: now); a start that fails is tried again later. */
-static void child_restart(struct keeper *k, uint64_t usec)
+static void keeper_child_restart(struct keeper *k, uint64_t usec)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(usec / 1000000),
 						.tv_nsec = (long)(usec % 1000000) * 1000 } };
 
-	if (!usec && child_start(k) == 0)
+	if (!usec && keeper_child_start(k) == 0)
 		return;
 	if (!usec)
 		its.it_value.tv_sec = KEEPER_WAIT_MAX_USEC / 1000000;
@@ -517,7 +517,7 @@ static void child_restart(struct keeper *k, uint64_t usec)
 }
 
 /* A clean stop, or (the pool left in the store) a hand-over for a restart. */
-static void child_exited_0(struct keeper *k, pid_t pid)
+static void keeper_child_exited_0(struct keeper *k, pid_t pid)
 {
 	if (!keeper_store_find(&k->store, "pool")) {
 		log_info("keeper: zswapd (pid %d) stopped cleanly; closing %zu stored descriptors",
@@ -531,10 +531,10 @@ static void child_exited_0(struct keeper *k, pid_t pid)
 		 "stored descriptors%s",
 		 (int)pid, k->store.n, k->stop_signal ? ", to stop it" : "");
 	keeper_store_sweep(&k->store);
-	child_restart(k, 0);
+	keeper_child_restart(k, 0);
 }
 
-static void child_died(struct keeper *k, int status)
+static void keeper_child_died(struct keeper *k, int status)
 {
 	pid_t pid = k->child;
 	bool killed = WIFSIGNALED(status);
@@ -549,7 +549,7 @@ static void child_died(struct keeper *k, int status)
 	else
 		snprintf(how, sizeof(how), "exited with code %d", code);
 	if (!killed && code == 0) {
-		child_exited_0(k, pid);
+		keeper_child_exited_0(k, pid);
 		return;
 	}
 	if (k->stop_signal) {
@@ -575,10 +575,10 @@ static void child_died(struct keeper *k, int status)
 	 * died: its processes wait on it.  Only starts that die before they
 	 * are ready (a recovery that cannot succeed) back off. */
 	k->quick_deaths = !k->child_ready &&
-					  monotonic_usec() - k->child_start_usec < KEEPER_QUICK_USEC ?
+					  keeper_now_usec() - k->child_start_usec < KEEPER_QUICK_USEC ?
 				  k->quick_deaths + 1 :
 				  0;
-	wait = restart_wait_usec(k->quick_deaths);
+	wait = keeper_restart_wait_usec(k->quick_deaths);
 	if (wait)
 		log_warning("keeper: zswapd (pid %d) %s: starting it again with %zu stored "
 			    "descriptors in %llu ms (%u quick deaths in a row)",
@@ -587,10 +587,10 @@ static void child_died(struct keeper *k, int status)
 	else
 		log_warning("keeper: zswapd (pid %d) %s: starting it again with %zu stored descriptors",
 			    (int)pid, how, k->store.n);
-	child_restart(k, wait);
+	keeper_child_restart(k, wait);
 }
 
-static void child_reap(struct keeper *k)
+static void keeper_child_reap(struct keeper *k)
 {
 	pid_t pid;
 	int status;
@@ -601,24 +601,24 @@ static void child_reap(struct keeper *k)
 		/* What it sent before it died is read first, as systemd reads
 		 * NOTIFY_SOCKET before SIGCHLD: it is stored, and not refused
 		 * as coming from a pid that is no longer the child. */
-		notify_drain(k);
-		child_died(k, status);
+		keeper_notify_drain(k);
+		keeper_child_died(k, status);
 	}
 }
 
-static void on_timer(struct keeper *k)
+static void keeper_on_timer(struct keeper *k)
 {
 	uint64_t expirations;
 
 	if (read(k->timer_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
 		return;
 	if (!k->child && !k->done)
-		child_restart(k, 0);
+		keeper_child_restart(k, 0);
 }
 
 /* ---- signals and the loop ----------------------------------------------- */
 
-static void on_stop_signal(struct keeper *k, int sig)
+static void keeper_on_stop_signal(struct keeper *k, int sig)
 {
 	struct itimerspec off = { 0 };
 
@@ -630,7 +630,7 @@ static void on_stop_signal(struct keeper *k, int sig)
 	} else if (k->store.n) {
 		log_info("keeper: starting zswapd to stop it, so that it gives back what it stored");
 		timerfd_settime(k->timer_fd, 0, &off, NULL);
-		if (child_start(k) < 0)
+		if (keeper_child_start(k) < 0)
 			keeper_done(k, 1);
 	} else {
 		keeper_done(k, k->last_code);
@@ -638,7 +638,7 @@ static void on_stop_signal(struct keeper *k, int sig)
 }
 
 /* A restart: the child hands over instead of draining, and is started again. */
-static void on_restart_signal(struct keeper *k)
+static void keeper_on_restart_signal(struct keeper *k)
 {
 	union sigval v = { .sival_int = ZS_RESTART_SIGVAL };
 
@@ -651,7 +651,7 @@ static void on_restart_signal(struct keeper *k)
 		log_error_errno(-errno, "keeper: cannot signal zswapd: %m");
 }
 
-static void on_signal(struct keeper *k)
+static void keeper_on_signal(struct keeper *k)
 {
 	struct signalfd_siginfo si;
 
@@ -659,11 +659,11 @@ static void on_signal(struct keeper *k)
 		int sig = (int)si.ssi_signo;
 
 		if (sig == SIGCHLD)
-			child_reap(k);
+			keeper_child_reap(k);
 		else if (sig == SIGTERM || sig == SIGINT)
-			on_stop_signal(k, sig);
+			keeper_on_stop_signal(k, sig);
 		else if (sig == SIGUSR1)
-			on_restart_signal(k);
+			keeper_on_restart_signal(k);
 		else if (k->child) /* SIGHUP: re-read the config; SIGUSR2: upgrade in place */
 			kill(k->child, sig);
 		else
@@ -686,11 +686,11 @@ static int keeper_loop(struct keeper *k)
 			int fd = ev[i].data.fd;
 
 			if (fd == k->sig_fd)
-				on_signal(k);
+				keeper_on_signal(k);
 			else if (fd == k->notify_fd)
-				notify_drain(k);
+				keeper_notify_drain(k);
 			else if (fd == k->timer_fd)
-				on_timer(k);
+				keeper_on_timer(k);
 			else
 				keeper_store_sweep(&k->store);
 		}
@@ -699,7 +699,7 @@ static int keeper_loop(struct keeper *k)
 }
 
 /* Ours goes to -1000; the child gets back what we were started with. */
-static void protect_from_oom(struct keeper *k)
+static void keeper_protect_from_oom(struct keeper *k)
 {
 	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
 	ssize_t n;
@@ -714,7 +714,7 @@ static void protect_from_oom(struct keeper *k)
 }
 
 /* Each stored descriptor is one of ours: take the hard limit (the child gets the soft one back). */
-static void raise_nofile(struct keeper *k)
+static void keeper_raise_nofile(struct keeper *k)
 {
 	struct rlimit rl;
 
@@ -725,14 +725,14 @@ static void raise_nofile(struct keeper *k)
 		log_warning_errno(-errno, "keeper: cannot raise RLIMIT_NOFILE: %m, ignoring");
 }
 
-static int watch_in(struct keeper *k, int fd)
+static int keeper_watch_in(struct keeper *k, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 
 	return epoll_ctl(k->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-static int notify_open(struct keeper *k)
+static int keeper_notify_open(struct keeper *k)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int one = 1, rcvbuf = KEEPER_RCVBUF, n;
@@ -751,7 +751,7 @@ static int notify_open(struct keeper *k)
 	/* Many FDSTORE=1 datagrams at once (one per client) must not block the daemon. */
 	if (setsockopt(k->notify_fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
 		(void)setsockopt(k->notify_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	return watch_in(k, k->notify_fd);
+	return keeper_watch_in(k, k->notify_fd);
 }
 
 static int keeper_setup(struct keeper *k)
@@ -761,8 +761,8 @@ static int keeper_setup(struct keeper *k)
 	int r;
 
 	prctl(PR_SET_NAME, "zswapd-keeper", 0, 0, 0); /* told apart from the daemon in ps */
-	protect_from_oom(k);
-	raise_nofile(k);
+	keeper_protect_from_oom(k);
+	keeper_raise_nofile(k);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -784,11 +784,11 @@ static int keeper_setup(struct keeper *k)
 	k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (k->sig_fd < 0 || k->timer_fd < 0)
 		return log_error_errno(-errno, "keeper: cannot create signalfd or timerfd: %m");
-	r = watch_in(k, k->sig_fd);
+	r = keeper_watch_in(k, k->sig_fd);
 	if (r == 0)
-		r = watch_in(k, k->timer_fd);
+		r = keeper_watch_in(k, k->timer_fd);
 	if (r == 0)
-		r = notify_open(k);
+		r = keeper_notify_open(k);
 	if (r < 0)
 		return log_error_errno(r, "keeper: cannot set up NOTIFY_SOCKET: %m");
 	log_info("keeper: keeping zswapd's descriptors on %s", k->notify_env);
@@ -824,7 +824,7 @@ int keeper_run(const char *exe, char *const argv[], int ready_fd)
 
 	r = keeper_setup(&k);
 	if (r == 0)
-		r = child_start(&k);
+		r = keeper_child_start(&k);
 	if (r == 0)
 		r = keeper_loop(&k);
 	keeper_teardown(&k);

@@ -33,7 +33,7 @@ bool keeper_fdname_valid(const char *s)
 
 /* The same open file (not merely the same inode), as systemd's same_fd();
  * without kcmp (CONFIG_KCMP) both are kept. */
-static bool store_holds(const struct keeper_fd *s, int fd, const struct stat *st)
+static bool keeper_store_holds(const struct keeper_fd *s, int fd, const struct stat *st)
 {
 	pid_t self = getpid();
 
@@ -41,7 +41,7 @@ static bool store_holds(const struct keeper_fd *s, int fd, const struct stat *st
 	       syscall(SYS_kcmp, self, self, KCMP_FILE, s->fd, fd) == 0;
 }
 
-static void store_close_one(struct keeper_store *ks, struct keeper_fd *s)
+static void keeper_store_close_one(struct keeper_store *ks, struct keeper_fd *s)
 {
 	/* Before close(): the child holds the same open file, which would
 	 * keep the registration, and its events, alive. */
@@ -57,7 +57,7 @@ static void store_close_one(struct keeper_store *ks, struct keeper_fd *s)
  * 0 if that open file was already, -EXFULL if the store is full, -E2BIG if
  * the names are, -errno.
  */
-static int store_add(struct keeper_store *ks, int fd, const char *name, bool watch)
+static int keeper_store_add(struct keeper_store *ks, int fd, const char *name, bool watch)
 {
 	struct epoll_event ev = { .events = 0, .data.fd = fd }; /* EPOLLHUP|EPOLLERR come anyway */
 	size_t len = strlen(name) + 1;
@@ -78,7 +78,7 @@ static int store_add(struct keeper_store *ks, int fd, const char *name, bool wat
 		goto fail;
 	}
 	for (size_t i = 0; i < ks->n; i++) {
-		if (store_holds(&ks->fds[i], fd, &st)) {
+		if (keeper_store_holds(&ks->fds[i], fd, &st)) {
 			log_debug("keeper: descriptor %d is \"%s\" again, not stored twice", fd,
 				  ks->fds[i].name);
 			close(fd);
@@ -125,7 +125,7 @@ void keeper_store_add_all(struct keeper_store *ks, int *fds, size_t n, const cha
 	size_t added = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		int r = store_add(ks, fds[i], name, watch);
+		int r = keeper_store_add(ks, fds[i], name, watch);
 
 		if (r == -EXFULL || r == -E2BIG) {
 			log_warning("keeper: the store is full (%zu descriptors, %zu bytes of names): "
@@ -159,7 +159,7 @@ void keeper_store_remove(struct keeper_store *ks, const char *name)
 
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(ks->fds[i].name, name) == 0)
-			store_close_one(ks, &ks->fds[i]);
+			keeper_store_close_one(ks, &ks->fds[i]);
 		else
 			ks->fds[kept++] = ks->fds[i];
 	}
@@ -192,7 +192,7 @@ void keeper_store_sweep(struct keeper_store *ks)
 		if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
 			log_info("keeper: stored descriptor \"%s\" reported %s, closing it",
 				 ks->fds[i].name, p[i].revents & POLLERR ? "EPOLLERR" : "EPOLLHUP");
-			store_close_one(ks, &ks->fds[i]);
+			keeper_store_close_one(ks, &ks->fds[i]);
 		} else {
 			ks->fds[kept++] = ks->fds[i];
 		}
@@ -205,7 +205,7 @@ out:
 void keeper_store_free(struct keeper_store *ks)
 {
 	for (size_t i = 0; i < ks->n; i++)
-		store_close_one(ks, &ks->fds[i]);
+		keeper_store_close_one(ks, &ks->fds[i]);
 	free(ks->fds);
 	ks->fds = NULL;
 	ks->n = ks->cap = 0;

@@ -462,7 +462,7 @@ static void ho_restore_unclaimed(struct ho_loaded *l)
 	for (uint32_t i = 0; i < l->ntargets; i++) {
 		struct target *t = l->targets[i];
 
-		if (t->unclaimed && idx_count(t->idx) && restore_start(t, NULL, 0) < 0)
+		if (t->unclaimed && idx_count(t->idx) && restore_begin(t, NULL, 0) < 0)
 			log_warning("pid %d: cannot bring its pages back", (int)t->pid);
 	}
 }

@@ -314,7 +314,7 @@ uint64_t journal_bytes(const struct daemon *d)
 	return d->persist.journal ? d->persist.journal->tail : 0;
 }
 
-void journal_maybe_rewrite(struct daemon *d)
+void journal_turn(struct daemon *d)
 {
 	struct journal *j = d->persist.journal;
 	uint64_t start, appended;
@@ -394,7 +394,7 @@ int journal_keep_target(struct target *t)
 {
 	int r;
 
-	t->persist.stored_fds = 0; /* whatever a binary before us stored is gone (survive_stop) */
+	t->persist.stored_fds = 0; /* whatever a binary before us stored is gone (persist_close) */
 	r = journal_store_fds(t);
 	if (r == 0)
 		t->persist.journaled = true;

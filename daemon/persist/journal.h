@@ -152,14 +152,14 @@ void journal_fd_name(uint64_t key, enum journal_fd what, char *buf, size_t len);
 int journal_open(struct daemon *d, uint64_t gen);
 void journal_close(struct daemon *d);
 /* A new journal if appends made this one long enough (once a loop turn). */
-void journal_maybe_rewrite(struct daemon *d);
+void journal_turn(struct daemon *d);
 uint64_t journal_bytes(const struct daemon *d);
 
 /* A target's descriptors into the store, and its state into the journal. */
 void journal_target(struct target *t);
 /* Its descriptors into the store and journaled from now on, no record: a checkpoint follows. */
 int journal_keep_target(struct target *t);
-/* Its descriptors out of the store, no record: the journal goes too (survive_stop). */
+/* Its descriptors out of the store, no record: the journal goes too (persist_close). */
 void journal_forget_target(struct target *t);
 void journal_conn_gone(struct target *t);
 void journal_gone(struct target *t);

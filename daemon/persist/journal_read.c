@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * replay.c - reads a journal back into the model of replay.h.  Records are
+ * journal_read.c - reads a journal back into the model of replay.h.  Records are
  * applied in order, each as the daemon applied the change it records: a
  * store links a page to an entry (a key seen again while a page names it
  * is that entry, changed; one no page names any more was freed, and this
@@ -71,7 +71,7 @@ static int rmap_put(struct rmap *m, uint64_t key, void *val)
 	return 0;
 }
 
-static int rp_target(struct replay *rp, uint64_t key, bool create, struct rtarget **ret)
+static int rp_target(struct journal_replay *rp, uint64_t key, bool create, struct rtarget **ret)
 {
 	struct rtarget *rt = rmap_get(&rp->targets, key);
 	int r;
@@ -130,7 +130,7 @@ static int rp_link(struct rtarget *rt, uint64_t pgno, struct rentry *re)
 	return 0;
 }
 
-static int rp_store(struct replay *rp, const struct jr_store *js)
+static int rp_store(struct journal_replay *rp, const struct jr_store *js)
 {
 	struct rentry *re = rmap_get(&rp->entries, js->ekey);
 	struct rtarget *rt;
@@ -220,7 +220,7 @@ static int rp_copy_one(uint64_t pgno, void *val, void *arg)
 	return rp_link(arg, pgno, val);
 }
 
-static int rp_fork(struct replay *rp, const struct jr_fork *jf)
+static int rp_fork(struct journal_replay *rp, const struct jr_fork *jf)
 {
 	struct rtarget *parent, *child;
 	int r = rp_target(rp, jf->parent, false, &parent);
@@ -248,7 +248,7 @@ static int rp_fork(struct replay *rp, const struct jr_fork *jf)
 	return idx_walk(parent->idx, 0, IDX_PGNO_MAX, rp_copy_one, child);
 }
 
-static int rp_batch(struct replay *rp, const struct jr_batch *jb, uint32_t len)
+static int rp_batch(struct journal_replay *rp, const struct jr_batch *jb, uint32_t len)
 {
 	struct rtarget *rt;
 	int r = rp_target(rp, jb->key, false, &rt);
@@ -267,7 +267,7 @@ static int rp_batch(struct replay *rp, const struct jr_batch *jb, uint32_t len)
 	return 0;
 }
 
-static int rp_batch_end(struct replay *rp, const struct jr_batch_end *je, bool done)
+static int rp_batch_end(struct journal_replay *rp, const struct jr_batch_end *je, bool done)
 {
 	struct rtarget *rt;
 	int r = rp_target(rp, je->key, false, &rt);
@@ -283,7 +283,7 @@ static int rp_batch_end(struct replay *rp, const struct jr_batch_end *je, bool d
 	return 0;
 }
 
-static int rp_gone(struct replay *rp, uint64_t key)
+static int rp_gone(struct journal_replay *rp, uint64_t key)
 {
 	struct rtarget *rt;
 	int r = rp_target(rp, key, false, &rt);
@@ -298,7 +298,7 @@ static int rp_gone(struct replay *rp, uint64_t key)
 	return r;
 }
 
-static int rp_entry(struct replay *rp, const struct jr_entry_rec *je)
+static int rp_entry(struct journal_replay *rp, const struct jr_entry_rec *je)
 {
 	struct rentry *re = rmap_get(&rp->entries, je->ekey);
 
@@ -307,7 +307,7 @@ static int rp_entry(struct replay *rp, const struct jr_entry_rec *je)
 	return 0;
 }
 
-static int rp_unlink(struct replay *rp, const struct jr_page *jp)
+static int rp_unlink(struct journal_replay *rp, const struct jr_page *jp)
 {
 	struct rtarget *rt;
 	void *val;
@@ -318,7 +318,7 @@ static int rp_unlink(struct replay *rp, const struct jr_page *jp)
 	return r;
 }
 
-static int rp_invalidate(struct replay *rp, const struct jr_range *jr)
+static int rp_invalidate(struct journal_replay *rp, const struct jr_range *jr)
 {
 	struct rtarget *rt;
 	int r = rp_target(rp, jr->key, false, &rt);
@@ -326,7 +326,7 @@ static int rp_invalidate(struct replay *rp, const struct jr_range *jr)
 	return r == 0 && rt ? idx_walk(rt->idx, jr->first, jr->last, rp_unlink_one, rt) : r;
 }
 
-static int rp_remap_rec(struct replay *rp, const struct jr_remap *jr)
+static int rp_remap_rec(struct journal_replay *rp, const struct jr_remap *jr)
 {
 	struct rtarget *rt;
 	int r = rp_target(rp, jr->key, false, &rt);
@@ -334,7 +334,7 @@ static int rp_remap_rec(struct replay *rp, const struct jr_remap *jr)
 	return r == 0 && rt ? rp_remap(rt, jr) : r;
 }
 
-static int rp_target_rec(struct replay *rp, const void *p, uint32_t len)
+static int rp_target_rec(struct journal_replay *rp, const void *p, uint32_t len)
 {
 	struct target_record rec;
 	struct rtarget *rt;
@@ -348,7 +348,7 @@ static int rp_target_rec(struct replay *rp, const void *p, uint32_t len)
 }
 
 /* Few at a time (the writeback's queue): a list. */
-static int rp_swap_write(struct replay *rp, const struct jr_swap_write *jw)
+static int rp_swap_write(struct journal_replay *rp, const struct jr_swap_write *jw)
 {
 	size_t i = 0;
 
@@ -375,7 +375,7 @@ static int rp_swap_write(struct replay *rp, const struct jr_swap_write *jw)
 }
 
 /* Applies one record; -EPROTO if its length is not its type's. */
-static int rp_record(struct replay *rp, uint16_t type, const void *p, uint32_t len)
+static int rp_record(struct journal_replay *rp, uint16_t type, const void *p, uint32_t len)
 {
 	static const uint32_t sizes[] = {
 		[JR_GONE] = sizeof(uint64_t),
@@ -449,7 +449,7 @@ int journal_in_open(int fd, struct journal_in *in)
 	return 0;
 }
 
-int replay_run(const struct journal_in *in, struct replay *rp)
+int journal_replay(const struct journal_in *in, struct journal_replay *rp)
 {
 	uint64_t off = ZS_PAGE_SIZE, records = 0;
 
@@ -477,7 +477,7 @@ int replay_run(const struct journal_in *in, struct replay *rp)
 	return 0;
 }
 
-void replay_free(struct replay *rp)
+void journal_replay_free(struct journal_replay *rp)
 {
 	for (size_t i = 0; i < rp->ntargets; i++) {
 		idx_free(rp->order[i]->idx, NULL, NULL);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * replay.h - the journal (journal.h) read back into a model of what the
+ * journal_read.h - the journal (journal.h) read back into a model of what the
  * zswapd that wrote it held: its targets, each with an index of page ->
  * entry, and its entries, each with the count of pages that name it.
  * recover.c builds the daemon's objects from it.  Nothing here touches a
  * process or the pool: a record that does not add up is -EPROTO.
  */
-#ifndef ZSWAPD_REPLAY_H
-#define ZSWAPD_REPLAY_H
+#ifndef ZSWAPD_JOURNAL_READ_H
+#define ZSWAPD_JOURNAL_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,7 +39,7 @@ struct rtarget {
 	struct target *built;
 };
 
-struct replay {
+struct journal_replay {
 	struct rmap targets;	/* key -> rtarget */
 	struct rmap entries;	/* ekey -> rentry */
 	struct rtarget **order; /* the targets, as they came */
@@ -63,7 +63,7 @@ struct journal_in {
 int journal_in_open(int fd, struct journal_in *in);
 void journal_in_close(struct journal_in *in);
 /* Every record, up to the first not written whole. */
-int replay_run(const struct journal_in *in, struct replay *rp);
-void replay_free(struct replay *rp);
+int journal_replay(const struct journal_in *in, struct journal_replay *rp);
+void journal_replay_free(struct journal_replay *rp);
 
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * survive.c - what lets the processes outlive zswapd's death: the fd store
+ * persist.c - what lets the processes outlive zswapd's death: the fd store
  * holding the pool, the journal and each process's descriptors (fdstore.h,
  * journal.h), the markers on every page taken out (hazard 8 in
  * docs/design.md), and the words in staging that tell a shim's watcher to
@@ -8,8 +8,8 @@
  *
  * On when survive_crash is set and NOTIFY_SOCKET names a store: systemd
  * with FileDescriptorStoreMax= (the unit we ship), or zswapd's keeper
- * (keeper.c).  survive_start() puts everything in the store and opens a
- * journal; an upgrade takes it all out before its exec (survive_stop())
+ * (keeper.c).  persist_open() puts everything in the store and opens a
+ * journal; an upgrade takes it all out before its exec (persist_close())
  * and the new binary puts it back, under its own names, once it has read
  * the image.  A start after a crash is recover.c's.
  */
@@ -26,13 +26,13 @@
 #include "pool.h"
 #include "uffd.h"
 
-void survive_init(struct daemon *d)
+void persist_init(struct daemon *d)
 {
 	d->persist.fdstore = d->cfg.survive.survive_crash && getenv("NOTIFY_SOCKET");
 }
 
 /* Marks each evicted page of t: pages taken out before markers were made. */
-static int survive_mark_one(uint64_t pgno, void *val, void *arg)
+static int persist_mark_one(uint64_t pgno, void *val, void *arg)
 {
 	struct target *t = arg;
 
@@ -41,7 +41,7 @@ static int survive_mark_one(uint64_t pgno, void *val, void *arg)
 	return 0;
 }
 
-static void survive_put_global(struct daemon *d, const char *name, int fd)
+static void persist_put_global(struct daemon *d, const char *name, int fd)
 {
 	if (fd < 0)
 		fdstore_drop(d, name);
@@ -49,17 +49,17 @@ static void survive_put_global(struct daemon *d, const char *name, int fd)
 		log_warning("fd store: cannot keep %s", name);
 }
 
-int survive_start(struct daemon *d)
+int persist_open(struct daemon *d)
 {
 	char name[48];
 	int r;
 
 	if (!d->persist.fdstore)
 		return 0;
-	survive_put_global(d, "pool", pool_fd(d->pool));
-	survive_put_global(d, "swap", wb_fd(d));
+	persist_put_global(d, "pool", pool_fd(d->pool));
+	persist_put_global(d, "swap", wb_fd(d));
 	if (!d->sd.socket_activated)
-		survive_put_global(d, "listen", d->listen_w.fd);
+		persist_put_global(d, "listen", d->listen_w.fd);
 	snprintf(name, sizeof(name), "handles.%llu", (unsigned long long)++d->persist.handles_gen);
 	r = fdstore_put(d, name, pool_handles_fd(d->pool));
 	if (r < 0)
@@ -70,7 +70,7 @@ int survive_start(struct daemon *d)
 		/* Taken out unmarked (by a zswapd without a store, or an
 		 * agent that does not mark): marked now, one by one. */
 		if (target_marks(t) && !target_agent_marks(t))
-			idx_walk(t->idx, 0, IDX_PGNO_MAX, survive_mark_one, t);
+			idx_walk(t->idx, 0, IDX_PGNO_MAX, persist_mark_one, t);
 		if (t->agent.staging)
 			target_set_staging_words(t);
 		r = journal_keep_target(t);
@@ -84,11 +84,11 @@ int survive_start(struct daemon *d)
 fail:
 	log_error_errno(r, "Cannot keep what zswapd holds in the fd store (%m): processes do not "
 			   "survive zswapd's death");
-	survive_stop(d);
+	persist_close(d);
 	return r;
 }
 
-void survive_stop(struct daemon *d)
+void persist_close(struct daemon *d)
 {
 	char name[48];
 

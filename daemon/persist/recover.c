@@ -66,7 +66,7 @@ static void recover_pick_one(struct daemon *d, const char *name, int fd, void *a
 /* State kept from recover_prepare() to recover_load(). */
 struct recovery {
 	struct journal_in in;
-	struct replay rp;
+	struct journal_replay rp;
 	uint64_t start_usec;
 };
 
@@ -160,7 +160,7 @@ static bool recover_entry_ok(struct daemon *d, const struct jr_entry *je)
 }
 
 /* Builds each entry some page names; marks its handle as named. */
-static int recover_entries(struct daemon *d, struct replay *rp, uint8_t *named)
+static int recover_entries(struct daemon *d, struct journal_replay *rp, uint8_t *named)
 {
 	uint64_t lost = 0;
 
@@ -425,7 +425,7 @@ static int recover_target(struct daemon *d, struct rtarget *rt, uint64_t *pages)
 }
 
 /* The batches the dead zswapd had out, once every target is built (forks name others). */
-static int recover_batches(struct daemon *d, struct replay *rp)
+static int recover_batches(struct daemon *d, struct journal_replay *rp)
 {
 	for (size_t i = 0; i < rp->ntargets; i++) {
 		struct rtarget *rt = rp->order[i];
@@ -456,13 +456,13 @@ static int recover_batches(struct daemon *d, struct replay *rp)
 
 static void recover_free(struct recovery *rc)
 {
-	replay_free(&rc->rp);
+	journal_replay_free(&rc->rp);
 	journal_in_close(&rc->in);
 	free(rc);
 }
 
 /* Entries whose every page was found loaded or discarded: gone. */
-static void recover_drop_unused(struct daemon *d, struct replay *rp)
+static void recover_drop_unused(struct daemon *d, struct journal_replay *rp)
 {
 	for (size_t i = 0; i < rp->entries.cap; i++) {
 		struct rentry *re = rp->entries.vals[i];
@@ -619,7 +619,7 @@ int recover_load(struct daemon *d)
 	r = recover_pool(d, rc->in.h);
 	if (r < 0)
 		goto out;
-	r = replay_run(&rc->in, &rc->rp);
+	r = journal_replay(&rc->in, &rc->rp);
 	if (r < 0)
 		goto out;
 	d->persist.next_key = rc->rp.max_key;

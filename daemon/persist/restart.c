@@ -42,7 +42,7 @@
 static const char systemd_private_bus[] = "unix:path=/run/systemd/private";
 
 /* The object path of the unit we run in, into *ret (freed by the caller). */
-static int systemd_our_unit(sd_bus *bus, sd_bus_error *err, char **ret)
+static int restart_systemd_our_unit(sd_bus *bus, sd_bus_error *err, char **ret)
 {
 	sd_bus_message *reply = NULL;
 	const char *path;
@@ -62,7 +62,7 @@ static int systemd_our_unit(sd_bus *bus, sd_bus_error *err, char **ret)
 }
 
 /* The type of the job queued on unit ("restart", "stop"...) into buf; -ENOENT if none. */
-static int systemd_unit_job(sd_bus *bus, sd_bus_error *err, const char *unit, char *buf,
+static int restart_systemd_unit_job(sd_bus *bus, sd_bus_error *err, const char *unit, char *buf,
 			    size_t size)
 {
 	sd_bus_message *reply = NULL;
@@ -91,7 +91,7 @@ static int systemd_unit_job(sd_bus *bus, sd_bus_error *err, const char *unit, ch
 }
 
 /* Whether systemd runs a restart job on our unit; false if it cannot tell us. */
-static bool systemd_restarting(void)
+static bool restart_systemd_restarting(void)
 {
 	const char *addr = getenv(ZSWAPD_SYSTEMD_BUS_ENV);
 	sd_bus_error err = SD_BUS_ERROR_NULL;
@@ -107,9 +107,9 @@ static bool systemd_restarting(void)
 	if (r >= 0)
 		r = sd_bus_start(bus);
 	if (r >= 0)
-		r = systemd_our_unit(bus, &err, &unit);
+		r = restart_systemd_our_unit(bus, &err, &unit);
 	if (r >= 0)
-		r = systemd_unit_job(bus, &err, unit, job, sizeof(job));
+		r = restart_systemd_unit_job(bus, &err, unit, job, sizeof(job));
 	if (r < 0 && r != -ENOENT)
 		log_debug("SIGTERM: cannot ask systemd for our job: %s",
 			  sd_bus_error_is_set(&err) ? err.message : strerror(-r));
@@ -129,13 +129,13 @@ bool restart_asked(struct daemon *d, const struct signalfd_siginfo *si)
 	if (si->ssi_code == SI_QUEUE && si->ssi_int == ZS_RESTART_SIGVAL &&
 	    (pid_t)si->ssi_pid == getppid())
 		return true;
-	d->restart.by_systemd = systemd_restarting();
+	d->restart.by_systemd = restart_systemd_restarting();
 	return d->restart.by_systemd;
 }
 
 void restart_begin(struct daemon *d)
 {
-	upgrade_abandon(d, "asked to restart");
+	upgrade_end(d, "asked to restart");
 	d->restart.active = true;
 	log_info("restart: handing everything to the next zswapd through the fd store");
 	upgrade_quiesce(d);
@@ -152,7 +152,7 @@ bool restart_step(struct daemon *d)
 	}
 	/* A stop asked for meanwhile replaces the restart job: systemd would
 	 * then close the store once we are gone. */
-	if (d->restart.by_systemd && !systemd_restarting()) {
+	if (d->restart.by_systemd && !restart_systemd_restarting()) {
 		log_warning("restart: systemd no longer restarts zswapd; stopping instead");
 		d->restart.active = d->upgrade.active = d->stop.active = false;
 		drain_begin(d);

@@ -111,7 +111,7 @@ void upgrade_quiesce(struct daemon *d)
 	if (d->listen_w.fd >= 0)
 		watch_del(d->epfd, &d->listen_w);
 	for (struct target *t = d->targets; t; t = t->next) {
-		restore_finish(t, -ESHUTDOWN);
+		restore_end(t, -ESHUTDOWN);
 		evict_pick_free(t);
 	}
 	notify_status(d);
@@ -206,7 +206,7 @@ int upgrade_begin(struct daemon *d, const char **ret_why)
 }
 
 /* Back to serving as before (no quiet moment, no image, a stop asked for). */
-void upgrade_abandon(struct daemon *d, const char *why)
+void upgrade_end(struct daemon *d, const char *why)
 {
 	if (upgrade_checking(d)) {
 		upgrade_check_end(d);
@@ -236,7 +236,7 @@ static bool upgrade_target_quiet(struct target *t, uint64_t now)
 	}
 	/* A reclaim ends with its batch in flight, answered with what it did. */
 	if (t->reclaim && !t->evict.batch)
-		reclaim_cancel(t, 0);
+		reclaim_end(t, 0);
 	return !t->evict.batch && !t->evict.pick && !t->reclaim && !t->restore && !t->waits.nretry &&
 	       !t->waits.nthrottled && !t->waits.nunprotect && !t->swapin.reads && !t->evict.batch_parent;
 }
@@ -277,27 +277,27 @@ void upgrade_step(struct daemon *d)
 	}
 	if (!upgrade_quiet(d)) {
 		if (now_usec() - d->stop.usec > UPGRADE_TIMEOUT_USEC)
-			upgrade_abandon(d, "no quiet moment in 10 s");
+			upgrade_end(d, "no quiet moment in 10 s");
 		return;
 	}
 	fd = memfd_create("zswapd-handover", MFD_CLOEXEC);
 	if (fd < 0) {
-		upgrade_abandon(d, "no memfd for the image");
+		upgrade_end(d, "no memfd for the image");
 		return;
 	}
 	r = handover_save(d, fd);
 	if (r < 0) {
 		close(fd);
-		upgrade_abandon(d, "the image could not be written");
+		upgrade_end(d, "the image could not be written");
 		return;
 	}
 	fcntl(fd, F_SETFD, 0);
 	/* Out of the fd store: the new binary puts back what it took over,
 	 * under its own names. */
-	survive_stop(d);
+	persist_close(d);
 	upgrade_exec(d, fd);
 	handover_cancel(d);
-	survive_start(d);
+	persist_open(d);
 	close(fd);
-	upgrade_abandon(d, "no binary could be exec'd");
+	upgrade_end(d, "no binary could be exec'd");
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * check_replay - the journal read back (daemon/replay.c): what a zswapd
+ * check_journal_read - the journal read back (daemon/persist/journal_read.c): what a zswapd
  * started after another takes over is the model these records make.  Each
  * test writes a journal by hand into a memfd, as journal.c lays it out.
  */
@@ -51,7 +51,7 @@ static void jput(struct jbuf *j, uint16_t type, const void *p, uint32_t len)
 	j->tail += sizeof(*rec) + ((len + 7u) & ~7u);
 }
 
-static int jreplay(struct jbuf *j, struct replay *rp)
+static int jreplay(struct jbuf *j, struct journal_replay *rp)
 {
 	struct journal_in in;
 	int r;
@@ -59,7 +59,7 @@ static int jreplay(struct jbuf *j, struct replay *rp)
 	memset(rp, 0, sizeof(*rp));
 	r = journal_in_open(j->fd, &in);
 	if (r == 0) {
-		r = replay_run(&in, rp);
+		r = journal_replay(&in, rp);
 		journal_in_close(&in);
 	}
 	munmap(j->base, JBYTES);
@@ -88,7 +88,7 @@ static void jswap(struct jbuf *j, uint64_t block, uint64_t done)
 	jput(j, JR_SWAP_WRITE, &jw, sizeof(jw));
 }
 
-static bool writing_has(const struct replay *rp, uint64_t block)
+static bool writing_has(const struct journal_replay *rp, uint64_t block)
 {
 	for (size_t i = 0; i < rp->nwriting; i++)
 		if (rp->writing[i] == block)
@@ -99,7 +99,7 @@ static bool writing_has(const struct replay *rp, uint64_t block)
 START_TEST(test_pages_and_entries)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 	struct jr_page unlink = { 1, 10 };
 	struct rtarget *a, *b;
 	struct rentry *shared;
@@ -124,7 +124,7 @@ START_TEST(test_pages_and_entries)
 	ck_assert_uint_eq(shared->links, 2);
 	ck_assert_uint_eq(((struct rentry *)rmap_get(&rp.entries, 0xa0))->links, 0);
 	ck_assert(!rp.handed_over);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
@@ -136,7 +136,7 @@ START_TEST(test_older_target_record)
 {
 	struct target_record rec = { .key = 3, .pid = 300, .stores = 7 };
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 	struct rtarget *t;
 
 	memset(&rec.unclaimed, 0xff, sizeof(rec) - TARGET_RECORD_V1_SIZE);
@@ -150,12 +150,12 @@ START_TEST(test_older_target_record)
 	ck_assert_uint_eq(t->rec.unclaimed, 0);
 	ck_assert_uint_eq(t->rec.mismoves_seen, 0);
 	ck_assert_uint_eq(t->rec.stall_usec, 0);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 
 	jbuf_open(&j, 1);
 	jput(&j, JR_TARGET, &rec, TARGET_RECORD_V1_SIZE - 8);
 	ck_assert_int_eq(jreplay(&j, &rp), -EPROTO);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
@@ -163,7 +163,7 @@ END_TEST
 START_TEST(test_swap_writes_in_flight)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 
 	jbuf_open(&j, 1);
 	jswap(&j, 5, 0);
@@ -176,14 +176,14 @@ START_TEST(test_swap_writes_in_flight)
 	ck_assert_uint_eq(rp.nwriting, 2);
 	ck_assert(writing_has(&rp, 5));
 	ck_assert(writing_has(&rp, 12));
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
 START_TEST(test_many_swap_writes)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 
 	jbuf_open(&j, 1);
 	for (uint64_t b = 0; b < 100; b++)
@@ -194,14 +194,14 @@ START_TEST(test_many_swap_writes)
 	ck_assert_uint_eq(rp.nwriting, 50);
 	for (uint64_t b = 0; b < 100; b++)
 		ck_assert(writing_has(&rp, b) == (b % 2 == 1));
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
 START_TEST(test_handed_over)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 	uint64_t pid = 1234;
 
 	jbuf_open(&j, 1);
@@ -210,7 +210,7 @@ START_TEST(test_handed_over)
 	ck_assert_int_eq(jreplay(&j, &rp), 0);
 	ck_assert(rp.handed_over);
 	ck_assert_uint_eq(rp.ntargets, 1);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
@@ -218,7 +218,7 @@ END_TEST
 START_TEST(test_torn_record_ends_it)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 	uint64_t at;
 
 	jbuf_open(&j, 1);
@@ -229,36 +229,36 @@ START_TEST(test_torn_record_ends_it)
 	ck_assert_int_eq(jreplay(&j, &rp), 0);
 	ck_assert_uint_eq(rp.nwriting, 1);
 	ck_assert(writing_has(&rp, 3));
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
 START_TEST(test_refused)
 {
 	struct jbuf j;
-	struct replay rp;
+	struct journal_replay rp;
 	uint64_t word = 1;
 
 	/* A record of the wrong length for its type. */
 	jbuf_open(&j, 1);
 	jput(&j, JR_SWAP_WRITE, &word, sizeof(word));
 	ck_assert_int_eq(jreplay(&j, &rp), -EPROTO);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 	/* A type no zswapd writes. */
 	jbuf_open(&j, 1);
 	jput(&j, 999, &word, sizeof(word));
 	ck_assert_int_eq(jreplay(&j, &rp), -EPROTO);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 	/* A journal whose checkpoint was not finished. */
 	jbuf_open(&j, 0);
 	ck_assert_int_eq(jreplay(&j, &rp), -EPROTO);
-	replay_free(&rp);
+	journal_replay_free(&rp);
 }
 END_TEST
 
-static Suite *replay_suite(void)
+static Suite *journal_read_suite(void)
 {
-	Suite *s = suite_create("replay");
+	Suite *s = suite_create("journal_read");
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_pages_and_entries);
@@ -274,7 +274,7 @@ static Suite *replay_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(replay_suite());
+	SRunner *sr = srunner_create(journal_read_suite());
 
 	return check_run(sr);
 }
