@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "persist/persist.h"
 #include "log.h"
 #include "proto.h"
 #include "persist/journal.h"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "persist/persist.h"
 #include "idx.h"
 #include "log.h"
 #include "proto.h"

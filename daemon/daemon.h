@@ -16,16 +16,14 @@
  * its agent's reply, and that arrives as an event like any other.
  *
  * Calls go one way, down this list (each file's prototypes are below, in
- * the same order, lowest first):
- *   loop, main, handover_load   the turn: events, then each module's per-turn
- *                       work, then the reaper; a binary started by an upgrade
- *                       reads the image first
+ * the same order, lowest first; what daemon/persist/ offers the rest is
+ * in persist/persist.h and persist/journal.h, the keeper in keeper/):
+ *   loop, main          the turn: events, then each module's per-turn
+ *                       work (_turn), then the reaper; once a second _tick
  *   conn, ctl, stats    the control socket
- *   restart, drain, restore, upgrade, handover_save   a restart that hands
- *                       over through the fd store; stop; swapoff for one
- *                       process; the binary replaced in place, every page kept
- *   recover, survive    a start after a crash takes over what the fd store
- *                       kept; keeping it there
+ *   persist/            what outlives zswapd: a restart through the fd
+ *                       store, an upgrade's image, the start after a crash
+ *   drain, restore      stop; swapoff for one process
  *   group, proactive    budgets of many processes, cgroup limits; cold
  *                       pages evicted unasked
  *   pressure            the host's memory pressure (PSI)
@@ -38,11 +36,10 @@
  *   wb                  writeback: the swap file's I/O
  *   recomp              cold entries compressed again, denser
  *   target              one served mm: its index and its uffd
- *   journal, replay     what zswapd holds, written down as it changes, and
- *                       read back after a crash; fdstore, keeper (main's)
+ *   persist/journal     what zswapd holds, written down as it changes
  *   entry               stored pages, refcounts, the writeback LRU
  *   uffd, watch, swapmap, cgroup, pool, idx, comp, hot, loadlog, rate, vmscan,
- *   proto, util
+ *   util; common/ (proto, size) beneath all
  * A low object that finds something dead marks it (target->dead,
  * conn->doomed); the reaper at the end of the turn (loop.c) cancels,
  * aborts and frees, from the top down, so no handler frees what a caller
@@ -788,62 +785,6 @@ void restore_forget_conn(struct daemon *d, struct conn *c);
 bool restore_active(const struct daemon *d);
 void restore_turn(struct daemon *d);
 void restore_unclaimed(struct daemon *d);
-
-/* survive.c: surviving our own death (survive_crash). */
-void persist_init(struct daemon *d);
-/* Everything into the store, and a journal: once set up, or a new binary took over. */
-int persist_open(struct daemon *d);
-/* Everything out of it: an upgrade's exec (the new binary puts it back). */
-void persist_close(struct daemon *d);
-
-/* recover.c: a start after a zswapd died, from what the fd store kept (journal.h). */
-/* Before set-up: 1 if the store handed back a journal (the config follows it), 0 if not. */
-int recover_prepare(struct daemon *d);
-/* After set-up: every process, page and batch the dead zswapd had, served on. */
-int recover_load(struct daemon *d);
-
-/* handover_save.c, handover_load.c: the image an upgrade hands over (see upgrade.c). */
-#define HANDOVER_VERSION 3 /* the image this binary writes */
-#define HANDOVER_OLDEST 1  /* the oldest it reads */
-#define ZSWAPD_HANDOVER_ENV "ZSWAPD_HANDOVER_FD" /* the image's descriptor, for the new binary */
-/*
- * Writes the image into fd and clears FD_CLOEXEC on every descriptor it
- * names; < 0: nothing changed.  The daemon's state is left as it was:
- * if the exec fails, handover_cancel() makes those descriptors ours alone
- * again and zswapd goes on.
- */
-int handover_save(struct daemon *d, int fd);
-void handover_cancel(struct daemon *d);
-/* The new binary: the image's header, over the config (compressor, swap file, socket). */
-int handover_prepare(struct daemon *d, int fd);
-/* --handover-versions (all) and --handover-version: the answer to upgrade.c's check. */
-void handover_print_versions(bool all);
-/* Then, once the daemon is set up: the pool, every entry, process and connection. */
-int handover_load(struct daemon *d);
-
-/* upgrade.c */
-/*
- * Starts an upgrade: < 0, with *ret_why for the operator, if refused at
- * once; 0 if under way (its requesters, conns with upgrade_waiting, hear
- * how it ends).  The new binary is checked first, without stopping anything.
- */
-int upgrade_begin(struct daemon *d, const char **ret_why);
-/* Ends an upgrade under way, its check or its quiescing. */
-void upgrade_end(struct daemon *d, const char *why);
-bool upgrade_checking(const struct daemon *d);
-void upgrade_step(struct daemon *d);
-/* Step 2 alone: no new work, serving faults; and whether nothing is in flight. */
-void upgrade_quiesce(struct daemon *d);
-bool upgrade_quiet(struct daemon *d);
-
-/* restart.c */
-/* Test hook, for tests only: the address of systemd's bus, a stand-in's. */
-#define ZSWAPD_SYSTEMD_BUS_ENV "ZSWAPD_SYSTEMD_BUS"
-/* Whether the SIGTERM si asks for a restart (systemd's job, or the keeper's). */
-bool restart_asked(struct daemon *d, const struct signalfd_siginfo *si);
-void restart_begin(struct daemon *d);
-/* True once quiet (or after 10 s): the loop ends, the store kept. */
-bool restart_step(struct daemon *d);
 
 /* drain.c */
 void drain_begin(struct daemon *d);

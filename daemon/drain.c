@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "persist/persist.h"
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"

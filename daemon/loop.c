@@ -19,6 +19,7 @@
 #include <sched.h>
 
 #include "daemon.h"
+#include "persist/persist.h"
 #include "log.h"
 #include "pool.h"
 #include "persist/journal.h"

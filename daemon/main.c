@@ -24,6 +24,7 @@
 
 #include "comp.h"
 #include "daemon.h"
+#include "persist/persist.h"
 #include "persist/fdstore.h"
 #include "keeper/keeper.h"
 #include "log.h"
@@ -538,6 +539,34 @@ static int handover_fd_from_env(void)
 	return *end || fd < 0 || fd > 1 << 20 ? -1 : (int)fd;
 }
 
+/* Set up and ready: serves until stopped, then leaves as the way it stopped asks. */
+static int main_serve(struct daemon *d)
+{
+	int r;
+
+	fdstore_forget_rest(d);
+	log_info("zswapd ready on %s: compressor %s, pool limit %llu MiB",
+		 d->sd.socket_activated ? "the socket systemd passed" : d->cfg.socket,
+		 comp_name(d->cfg.pool.compressor), (unsigned long long)(d->pool_limit.bytes >> 20));
+	if (d->sd.notify)
+		sd_notify(0, "READY=1");
+	notify_status(d);
+	r = loop_run(d);
+	if (d->persist.fdstore && (r != 0 || d->restart.active)) {
+		/* Pages still out, kept in the store for the next zswapd.  No
+		 * teardown: releasing our entries would punch their pages out of
+		 * the very memfds it takes over, and journal every process gone.
+		 * We leave as a crash, or an upgrade's exec, would. */
+		_exit(r);
+	}
+	if (r == 0)
+		persist_close(d); /* every page is back: nothing to keep */
+	if (!d->sd.socket_activated && r == 0)
+		unlink(d->cfg.socket);
+	daemon_teardown(d);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d = { .epfd = -1, .listen_w.fd = -1, .signal_w.fd = -1, .devuffd_fd = -1,
@@ -597,25 +626,5 @@ int main(int argc, char **argv)
 		daemon_teardown(&d);
 		return 1;
 	}
-	fdstore_forget_rest(&d);
-	log_info("zswapd ready on %s: compressor %s, pool limit %llu MiB",
-		 d.sd.socket_activated ? "the socket systemd passed" : d.cfg.socket,
-		 comp_name(d.cfg.pool.compressor), (unsigned long long)(d.pool_limit.bytes >> 20));
-	if (d.sd.notify)
-		sd_notify(0, "READY=1");
-	notify_status(&d);
-	r = loop_run(&d);
-	if (d.persist.fdstore && (r != 0 || d.restart.active)) {
-		/* Pages still out, kept in the store for the next zswapd.  No
-		 * teardown: releasing our entries would punch their pages out of
-		 * the very memfds it takes over, and journal every process gone.
-		 * We leave as a crash, or an upgrade's exec, would. */
-		_exit(r);
-	}
-	if (r == 0)
-		persist_close(&d); /* every page is back: nothing to keep */
-	if (!d.sd.socket_activated && r == 0)
-		unlink(d.cfg.socket);
-	daemon_teardown(&d);
-	return r;
+	return main_serve(&d);
 }

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "persist.h"
 #include "fdstore.h"
 #include "log.h"
 

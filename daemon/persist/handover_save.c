@@ -31,6 +31,7 @@
 #include "handover.h"
 #include "idx.h"
 #include "log.h"
+#include "persist.h"
 #include "pool.h"
 
 struct ho_out {

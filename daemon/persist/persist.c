@@ -23,6 +23,7 @@
 #include "idx.h"
 #include "journal.h"
 #include "log.h"
+#include "persist.h"
 #include "pool.h"
 #include "uffd.h"
 

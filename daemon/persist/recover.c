@@ -40,6 +40,7 @@
 #include "idx.h"
 #include "journal.h"
 #include "log.h"
+#include "persist.h"
 #include "pool.h"
 #include "journal_read.h"
 #include "uffd.h"

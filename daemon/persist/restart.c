@@ -31,6 +31,7 @@
 #include <systemd/sd-bus.h>
 
 #include "daemon.h"
+#include "persist.h"
 #include "journal.h"
 #include "keeper/keeper.h"
 #include "log.h"

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "persist.h"
 #include "log.h"
 
 #define UPGRADE_TIMEOUT_USEC (10 * 1000000ull)
