@@ -9,6 +9,8 @@
  *   zswapctl limit --all [SIZE|none]             one budget for every served process
  *   zswapctl limit --cgroup PATH [SIZE|none]     ... for those of a memory cgroup
  *   zswapctl groups [--json|--prometheus]        the groups: budgets, followed cgroup limits
+ *   zswapctl restore PID             bring every evicted page of PID back
+ *   zswapctl upgrade                 replace zswapd's binary in place (root)
  *   zswapctl run -- CMD [ARGS...]    start CMD opted in (LD_PRELOAD=libzswap.so)
  *
  * Exit codes: 0 done, 1 failed (the reason on stderr), 2 usage error.

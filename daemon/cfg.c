@@ -216,16 +216,16 @@ static const struct cfg_key cfg_keys[] = {
 	  "an absolute path shorter than 108 bytes" },
 	/*
 	 * lzo1x-1, as kernel zswap, so the two compare like for like.  lz4
-	 * decompresses a page in 1.3 us against lzo's 3.1 us for a pool about
-	 * 4% larger (one 4 KiB page at a time on a realistic mix, measured on
-	 * a 2-vCPU KVM guest): the better choice where loads dominate.
+	 * decompresses faster for a slightly larger pool: the better choice
+	 * where loads dominate (docs/benchmarks.md, "Compressor").
 	 */
 	{ "compressor", cfg_parse_comp, CFG_FIELD(pool.compressor), "lzo", 0, 0, "lzo, lz4 or zstd" },
 	/*
 	 * What stays in the pool recompress_seconds without being loaded is
 	 * compressed again with the recompressor (recomp.c), paced to ~2.5% of
-	 * a CPU: zstd packs the bench's pages into 174 bytes against lzo's
-	 * 489, and a fault on such a page is as rare as it is cold.  none, or
+	 * a CPU: zstd packs the bench's pages into about a third of lzo's bytes
+	 * (docs/benchmarks.md, "Recompressor"), and a fault on such a page is
+	 * as rare as it is cold.  none, or
 	 * the compressor itself, turns it off.
 	 */
 	{ "recompressor", cfg_parse_recomp, CFG_FIELD(pool.recompressor), "zstd", 0, 0,
@@ -252,26 +252,24 @@ static const struct cfg_key cfg_keys[] = {
 	{ "store_incompressible", cfg_parse_auto_bool, CFG_FIELD(pool.store_incompressible), "auto", 0,
 	  0, "yes, no or auto" },
 	/*
-	 * 256 pages (1 MiB) a round trip: copying and dropping cost about
-	 * 1.2 us/page (process_vm_readv 0.95 + MADV_DONTNEED 0.25, batched 64
-	 * pages at a time on a 2-vCPU KVM guest),
-	 * so a 50-65 us daemon<->agent round trip adds about a fifth to a batch.
+	 * 256 pages (1 MiB) a round trip: the daemon<->agent round trip then
+	 * adds about a fifth to what copying and dropping the pages cost
+	 * (docs/benchmarks.md, "Eviction batch").
 	 */
 	{ "evict_batch_pages", cfg_parse_uint, CFG_FIELD(agent.evict_batch_pages), "256", 1,
 	  ZS_STAGING_MAX_SLOTS, NULL },
 	/*
-	 * A fault round trip to a handler asleep on the other vCPU costs 50-65 us
-	 * here, 16-18 us if it is polling (measured on a 2-vCPU KVM guest with
-	 * a fault ping-pong between two processes): faults come in bursts, so
-	 * after serving one, poll 50 us for the next before sleeping again.
+	 * A fault round trip to a handler asleep on another CPU costs several
+	 * times one to a handler that polls (docs/benchmarks.md, "Fault
+	 * polling"): faults come in bursts, so after serving one, poll 50 us
+	 * for the next before sleeping again.
 	 */
 	{ "fault_spin_usec", cfg_parse_uint, CFG_FIELD(fault.fault_spin_usec), "50", 0, 10000, NULL },
 	/*
 	 * A thread waiting on a fault sleeps, and its CPU goes idle; waking a
 	 * CPU that halted costs an interrupt, in a VM a trip through the
-	 * hypervisor (idlepoll.h).  micro, 64 MiB, 2-vCPU KVM guest: load p50
-	 * 20 us with halting CPUs, 8 us with polling ones.  20 ms bridges the
-	 * gaps of a burst without polling long after it.
+	 * hypervisor (idlepoll.h; docs/benchmarks.md, "Idle CPUs polling").
+	 * 20 ms bridges the gaps of a burst without polling long after it.
 	 */
 	{ "fault_idle_poll_ms", cfg_parse_uint, CFG_FIELD(fault.fault_idle_poll_ms), "20", 0, 1000, NULL },
 	{ "log_level", cfg_parse_log_level, CFG_FIELD(log_level), "info", 0, 0,
@@ -281,11 +279,11 @@ static const struct cfg_key cfg_keys[] = {
 	 * yes: the agent takes pages out with UFFDIO_MOVE (Linux 6.8+), one
 	 * ioctl and no uffd event, instead of MADV_DONTNEED, whose REMOVE event
 	 * it must wait on and which makes the daemon's UFFDIO_COPY say EAGAIN
-	 * meanwhile: about 4x the throughput under a limit here.  (It was off
-	 * for a while: moves lost single pages until the agent learnt that a
-	 * move reported as failed may have moved the page; README, "How
-	 * agent_move lost pages".)  A kernel without UFFDIO_MOVE gets
-	 * MADV_DONTNEED whatever this says.  Read when a process registers.
+	 * meanwhile: several times the throughput under a limit
+	 * (docs/benchmarks.md, "UFFDIO_MOVE").  A move reported as failed may
+	 * still have moved the page: the agent looks (agent_slot_filled).  A
+	 * kernel without UFFDIO_MOVE gets MADV_DONTNEED whatever this says.
+	 * Read when a process registers.
 	 */
 	{ "agent_move", cfg_parse_bool, CFG_FIELD(agent.agent_move), "yes", 0, 0, "yes or no" },
 	/*
@@ -293,21 +291,17 @@ static const struct cfg_key cfg_keys[] = {
 	 * batch on the CPU that thread last ran on.  Taking a page out of an
 	 * mm flushes it from the TLB of every CPU the mm runs on: from the
 	 * app's own CPU that flush is local, from another it is an IPI (a
-	 * hypercall in a VM) that also stops the app.  1 GiB hotcold at a 50%
-	 * limit, 2 CPUs, PVM guest: 53.6k accesses/s against 47.6k, p99
-	 * 106-190 against 244-274 us (12 and 6 runs).  Read when a process
-	 * registers.
+	 * hypercall in a VM) that also stops the app (docs/benchmarks.md,
+	 * "The agent on the app's CPU").  Read when a process registers.
 	 */
 	{ "agent_follow_app", cfg_parse_bool, CFG_FIELD(agent.agent_follow_app), "yes", 0, 0,
 	  "yes or no" },
 	/*
 	 * yes: a batch of an agent that moves pages out is not write-protected
 	 * first; the move itself is atomic against the app's writes, and the
-	 * agent copies from its scratch (evict.c).  Each protect was a TLB
-	 * flush per run, on top of the move's: 1 GiB hotcold at a 50% limit,
-	 * 2 CPUs, PVM guest, by hand: 51.0-75.2k accesses/s (median 66.4k, 8
-	 * runs) against 56.8-66.9k (median 59.0k, 5 runs) with no.  no: every
-	 * batch write-protected as before.  Read at each batch.
+	 * agent copies from its scratch (evict.c).  Each protect is a TLB
+	 * flush per run, on top of the move's (docs/benchmarks.md, "Move
+	 * first").  no: every batch write-protected.  Read at each batch.
 	 */
 	{ "agent_move_first", cfg_parse_bool, CFG_FIELD(agent.agent_move_first), "yes", 0, 0,
 	  "yes or no" },
@@ -371,10 +365,8 @@ static const struct cfg_key cfg_keys[] = {
 	/*
 	 * A served thread waits on zswapd for each fault, and the kernel's own
 	 * zswap decompresses in the faulting task, at its priority.  At nice 0
-	 * among CPU-bound processes a woken zswapd queues behind them: eight
-	 * processes served beside eight not, on 2 CPUs, ran at 0.897x the
-	 * others' speed at nice 0 and at 0.986x at -10 (the faults of the
-	 * first proactive sweep waited 38.9 s a minute in all against 8.2 s).
+	 * among CPU-bound processes a woken zswapd queues behind them
+	 * (docs/benchmarks.md, "Priority").
 	 * Sweeps compress at this priority too; their work is bounded by what
 	 * goes.  Set at start, while zswapd still holds CAP_SYS_NICE.
 	 */

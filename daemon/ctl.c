@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ctl.c - what zswapctl can ask: stats (stats.c fills the reply), list,
- * reclaim, limit, restore.
+ * reclaim, limit, groups and their budgets (group.c), restore, upgrade.
  *
  * A request that fails gets ZS_ERROR with a sentence for
  * the operator and the connection stays usable.

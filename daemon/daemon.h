@@ -642,10 +642,8 @@ void target_tick(struct target *t, uint64_t now_ms);
 #define PROACTIVE_MAX_BACKOFF 16 /* cold age 120 s: a sweep every 8 min, hot pages left 32 min */
 /*
  * A page that came back is left alone at least this many cold ages: each
- * probe of a hot set faults all of it back.  With one cold age, eight
- * processes with a hot half each, zswapd at nice -10, probed the whole
- * hot set again at 390 s and part of it at 510 s of a 600 s run: 0.971x
- * the speed of the same processes unserved.
+ * probe of a hot set faults all of it back (docs/benchmarks.md, "Pages
+ * that came back").
  */
 #define PROACTIVE_MIN_PROTECT 4
 #define TARGET_MAX_CHANCES 7 /* passes at the head of the log of loads a hot page survives */
@@ -707,7 +705,7 @@ bool evict_batch_stuck(const struct target *t);
 void evict_serve_stuck(struct target *t);
 
 /* evict_pick.c */
-/* 1: the next batch is picked (t->pick holds it); 0: call again next turn; -errno. */
+/* 1: the next batch is picked (t->evict.pick holds it); 0: call again next turn; -errno. */
 int evict_pick(struct target *t);
 void evict_pick_free(struct target *t);
 void evict_forget_layout(struct target *t);

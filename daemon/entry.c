@@ -324,9 +324,8 @@ void entry_lru_del(struct daemon *d, struct entry *e)
  * first within each.  Either costs one read when it is wanted back, but a
  * page stored as it is gives the pool a whole page of room for it, a
  * compressed one a few hundred bytes: the pool keeps the most pages in
- * memory by writing the large ones out.  (Kernel zswap before 6.18 sent
- * such pages to swap at once.)  4 GiB hotcold, 768M limit, 256M pool, swap
- * file: 520 MiB of swap I/O in the window against 686 in one LRU of both.
+ * memory by writing the large ones out (docs/benchmarks.md, "Writeback
+ * order").  (Kernel zswap before 6.18 sent such pages to swap at once.)
  */
 struct entry_lru *entry_lru_next(struct daemon *d)
 {

@@ -27,9 +27,9 @@
  * waits in a WP fault we leave pending; the agent copies them (with
  * process_vm_readv on itself: a vanished range is EFAULT, not SIGSEGV),
  * then drops them (UFFDIO_MOVE, or MADV_DONTNEED); the commit lifts the
- * protection, which wakes the writers.  Each protect was a TLB flush per
- * run, on top of the move's own: move-first halves them, and the daemon's
- * loop no longer spends a turn write-protecting the next batch.
+ * protection, which wakes the writers.  Each protect is a TLB flush per
+ * run, on top of the move's own: move-first halves them, and spares the
+ * daemon's loop a turn write-protecting the next batch.
  *
  * What the app may do to the pages while they are in flight, and how each
  * case is kept exact, is evict_flight.c's; which pages go, evict_pick.c's.
@@ -529,11 +529,12 @@ static void evict_commit_one(struct target *t, struct batch *b, const struct bat
 
 /*
  * Commits up to EVICT_COMMIT_SLICE pages, then lets the loop serve faults:
- * compressing a whole batch at once (2 ms for 256 pages) made every fault
- * that came meanwhile wait for all of it.  Until the batch is finished its
- * pages stay in flight: the app's discards, mremaps and forks are applied
- * to the pages not committed yet as before, and those committed are in the
- * index, which follows them like any entry.
+ * compressing a whole batch at once would make every fault that came
+ * meanwhile wait for all of it (docs/benchmarks.md, "Commit slices").
+ * Until the batch is finished its pages stay in flight: the app's
+ * discards, mremaps and forks are applied to the pages not committed yet
+ * as before, and those committed are in the index, which follows them like
+ * any entry.
  */
 static void evict_commit_some(struct target *t)
 {

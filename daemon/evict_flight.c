@@ -244,7 +244,7 @@ bool evict_consume_own_remove(struct target *t, uint64_t start, uint64_t end)
  * The app discarded [start, end): pages of the batch that are there now are
  * dead.  Where they are now, not where the batch found them: an mremap's
  * UNMAP event names the place it vacated, after the REMAP event that moved
- * them away from it (mremap_race lost every batch page it moved so).
+ * them away from it (test mremap_race).
  */
 void evict_note_discard(struct target *t, uint64_t start, uint64_t end)
 {

@@ -238,7 +238,7 @@ static int evict_pick_log(struct target *t, struct pick *p, const struct evict_s
  * Chooses the pages of the next batch, EVICT_PICK_CHUNK pages of address
  * space per call: a sweep of a large process takes milliseconds, and every
  * fault of every target would wait behind it.  Returns 1 when the pick is
- * complete (t->pick holds it), 0 when the loop should call again, -errno.
+ * complete (t->evict.pick holds it), 0 when the loop should call again, -errno.
  */
 int evict_pick(struct target *t)
 {
@@ -293,9 +293,8 @@ int evict_pick(struct target *t)
 	 * reclaim must still converge, so a second pass from the same place,
 	 * hot pages in.  Idle sweeps take what is cold and nothing else.  (The
 	 * window does not shrink instead: every page faulted back counts as
-	 * refaulted, the cold ones too, and a shrinking window then gave up
-	 * the truly hot pages first: 25-30k accesses/s in four runs at a 50%
-	 * budget, 33-71k in six without it.)
+	 * refaulted, the cold ones too, and a shrinking window gives up the
+	 * truly hot pages first: docs/benchmarks.md, "A fixed hot window".)
 	 */
 	if (!p->hot_in && !(rc && rc->idle_only) && p->res.npages < t->agent.staging_pages / 2) {
 		/* Sweeping again soon would find as little: the log until then. */
@@ -310,7 +309,7 @@ int evict_pick(struct target *t)
 	t->evict.scan_cursor = p->cursor;
 	/* Only the last pass counts: a first pass that found the pages hot
 	 * must not end the reclaim as if the address space had nothing left
-	 * (it held a limit at twice its size, one batch per reclaim). */
+	 * (a limit would be held at twice its size, one batch per reclaim). */
 	if (rc) {
 		rc->reply.scanned_pages += p->scanned;
 		if (rc->reply.scanned_pages >= p->total)

@@ -41,7 +41,7 @@
  * the write in it, not in staging: it waits for the commit (evict_serve_stuck
  * leaves it deferred), which takes the agent only the moment from a move to
  * the look after it.  An agent that drops pages with MADV_DONTNEED cannot
- * undo a drop, so its writers wait for the commit, as before.
+ * undo a drop, so its writers wait for the commit, stuck or not.
  */
 static void evict_let_writer_through(struct target *t, uint64_t addr, uint32_t slot)
 {

@@ -144,8 +144,9 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	 * stop-the-world reading every page).  Never the agent itself: the
 	 * batch waits on it.  Also while the next batch is being picked: a
 	 * sweep that finds the pages hot reads the whole address space first,
-	 * and a process sharing our CPU faulted 60 MiB past its limit during
-	 * each (every hot window / 4, the log's turn). */
+	 * and a process sharing our CPU would fault far past its limit during
+	 * each (every hot window / 4, the log's turn; docs/benchmarks.md,
+	 * "Throttling"). */
 	if (may_throttle && fault_may_hold(t) && ptid != t->agent.tid && reclaim_throttle(t) &&
 	    fault_throttle(t, msg) == 0) {
 		t->d->st.faults_deferred++;
@@ -239,11 +240,11 @@ void fault_uffd_ready(struct daemon *d, struct watch *w, uint32_t events)
 		 * Events first, then the faults read with them.  The kernel
 		 * lets the app go on with an event (fork, madvise, mremap) as
 		 * soon as it is read, not when we act on it: a fault that came
-		 * before a FORK in the same read, served first, mapped its page
-		 * in the parent after the child was copied without it, and
-		 * took the entry the child needed (a child read zeros in its
-		 * .bss).  Served after the event, the entry goes to the child
-		 * first; after a REMOVE, the page reads zeros as it must.
+		 * before a FORK in the same read, served first, would map its
+		 * page in the parent after the child was copied without it, and
+		 * take the entry the child needs (the child would read zeros).
+		 * Served after the event, the entry goes to the child first;
+		 * after a REMOVE, the page reads zeros as it must.
 		 */
 		for (ssize_t i = 0; i < n && !t->dead; i++)
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)

@@ -6,9 +6,9 @@
  *
  * A rebuild is spread over the notes that follow, as Redis rehashes its
  * dicts.  hot_note() runs for every load, and a rebuild done at once (count
- * the live pages, size a new table for them, move them) was a wait of 0.2,
- * 0.9, 3.8 and 16 ms for the fault that found a table of 4k, 16k, 64k and
- * 256k pages full.  Instead:
+ * the live pages, size a new table for them, move them) would be a wait of
+ * milliseconds for the fault that found the table full (docs/benchmarks.md,
+ * "The hot set's rebuild").  Instead:
  *
  *  1. counting: each note reads HOT_STEP_SLOTS slots of the full table and
  *     counts the live pages in them (the table meanwhile fills a little
@@ -271,9 +271,8 @@ uint64_t hot_count(const struct hot *h, uint64_t now_ms, uint64_t window_ms)
  * group over its budget asks for each member's ten times a second, so the
  * walk is done once a second, and in between the pages that became hot
  * since are added (hot_count_note()).  Without them, a hot set that grew
- * within the second was taken for cold and given up: twelve jobs of 64 MiB
- * under one budget of 186 MiB (run.sh workers, six interleaved runs) took
- * 12.1 s (median) against 7.5 s with a walk at every ask; with them 7.4 s.
+ * within the second would be taken for cold and given up
+ * (docs/benchmarks.md, "Counting the hot set").
  */
 uint64_t hot_count_recent(struct hot *h, uint64_t now_ms, uint64_t window_ms)
 {

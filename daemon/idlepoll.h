@@ -7,11 +7,10 @@
  * page in place, and its CPU goes idle meanwhile.  A CPU that sleeps in
  * idle (a halt, a C-state) needs an interrupt to run the thread again
  * when zswapd's UFFDIO_COPY wakes it; in a virtual machine that is an exit
- * to the hypervisor and back, most of a load's time on the 2-vCPU guests
- * zswapd was measured on (micro, 64 MiB: load p50 20 us with CPUs that
- * halt, 8 us with CPUs that poll; kernel zswap's is 4-5 us, decompressing
- * in the faulting thread, which never sleeps).  A polling idle CPU sees
- * the wake-up by itself, with no interrupt.
+ * to the hypervisor and back, most of a load's time (docs/benchmarks.md,
+ * "Idle CPUs polling"; kernel zswap decompresses in the faulting thread,
+ * which never sleeps).  A polling idle CPU sees the wake-up by itself,
+ * with no interrupt.
  *
  * So while faults come at IDLEPOLL_BURST_FAULTS or more in a millisecond,
  * zswapd holds a CPU latency request of 0 (the kernel's PM QoS,

@@ -7,7 +7,8 @@
  * and closing the descriptor withdraws it.  zswapd opens it once at start
  * (root's file: no capability needed) and writes 0 to hold idle CPUs
  * polling, PM_QOS_DEFAULT_VALUE to let them sleep again.  Without it (no
- * such device, a unit that does not allow it) faults are served as ever.
+ * such device, a unit that does not allow it) faults are served the same,
+ * idle CPUs left to sleep.
  */
 
 #include <errno.h>

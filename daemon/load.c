@@ -97,7 +97,7 @@ static int load_from_pool(struct target *t, uint64_t addr, bool write, struct en
 }
 
 /*
- * Maps the n pages decompressed into d->prefetch_buf at first on, in one
+ * Maps the n pages decompressed into d->buf.prefetch at first on, in one
  * UFFDIO_COPY (each ioctl is a system call and a walk of the page table:
  * for a window of 16, one instead of 16).  Their entries go.  Returns how
  * many were mapped; short if a page there was mapped meanwhile (dropped

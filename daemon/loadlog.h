@@ -23,7 +23,8 @@
  * holds, up to LOADLOG_MAX_ENTRIES; past that it forgets the oldest (which
  * the clock hand then finds cold anyway, once the hot window passes).  Not
  * a ring doubled by a copy: each load is logged, and the load that found
- * the ring full waited for the copy (1 ms at 64k entries, 2.4 at 128k).
+ * the ring full would wait for the copy (docs/benchmarks.md, "The log of
+ * loads").
  * One emptied block is kept, so that a log hovering at a block's edge does
  * not allocate and free at each crossing.  Pure: nothing here reads the
  * clock.

@@ -55,12 +55,11 @@ static uint64_t loop_compact_due(const struct daemon *d)
  *
  * Faults first: a load is what frees most objects, so the holes grow
  * fastest while a process faults its pages back, and a step taken then is
- * 200 us that the next fault waits.  In micro's stream of loads, stepping
- * at every turn put 55 of 49152 loads over 100 us, against 9 without
- * compaction, and the p99.5 at 48 us against 22.  So a step waits for a
- * millisecond without a fault, or, in a stream that never pauses, for
- * LOOP_COMPACT_STARVE_USEC since the last step: compaction still gets
- * somewhere, and its stalls stay under one load in a thousand.
+ * 200 us that the next fault waits (docs/benchmarks.md, "Compaction
+ * pacing").  So a step waits for a millisecond without a fault, or, in a
+ * stream that never pauses, for LOOP_COMPACT_STARVE_USEC since the last
+ * step: compaction still gets somewhere, and its stalls stay under one
+ * load in a thousand.
  */
 static void loop_compact(struct daemon *d)
 {
@@ -202,15 +201,13 @@ void loop_reap(struct daemon *d)
 /*
  * Waits for events, but after a turn that served a fault, polls (timeout
  * 0) for up to fault_spin_usec first: the next fault of a burst then skips
- * the sleep/wake-up of both vCPUs, which is most of a round trip here.
+ * the sleep/wake-up of both CPUs, which is most of a round trip.
  *
  * Yielding the CPU between two polls: the thread just woken may be queued
- * on this CPU (the scheduler puts a woken task near its waker, and after a
- * pause in the faults it did so for the next 2000 loads), and a poll that
- * kept the CPU made it wait the whole spin.  micro, 64 MiB x 3, loads after
- * half a second's pause: 800 of 16384 loads over 40 us, p99 62 us; with the
- * yield 40, p99 16-28 us.  With CPU-bound work on both CPUs beside it the
- * p50 went from 24 to 7 us.  Nothing else queued, the yield returns at once.
+ * on this CPU (the scheduler puts a woken task near its waker), and a poll
+ * that kept the CPU would make it wait the whole spin (docs/benchmarks.md,
+ * "Yielding between polls").  Nothing else queued, the yield returns at
+ * once.
  */
 static int loop_wait(struct daemon *d, struct epoll_event *evs, uint64_t timeout_usec)
 {

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - zswapd: parse the command line, load the config, build the
- * daemon, run the loop (loop.c), which returns only once the daemon has
- * stopped and every page is back where it came from.
+ * daemon (taking over an upgrade's image, or what the fd store kept after
+ * a crash), run the loop (loop.c) until the daemon stops, then leave as
+ * the stop asks (main_serve()): every page back where it came from, or,
+ * for a restart or a drain that gave up, kept in the store for the next
+ * zswapd.  With --supervise, or without -f outside systemd, this process
+ * becomes the keeper (keeper/keeper.c) and zswapd runs as its child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -494,7 +498,7 @@ static void remember_exe(struct daemon *d, char **argv)
 }
 
 /*
- * This process becomes the keeper (keeper.c), a stand-in for systemd's
+ * This process becomes the keeper (keeper/keeper.c), a stand-in for systemd's
  * file-descriptor store, and zswapd runs as its child: with our arguments
  * but --supervise, in the foreground, from the binary we were started from
  * (remember_exe()), so that a binary replaced on disk is the one started

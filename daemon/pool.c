@@ -32,14 +32,14 @@
  *  - Not at once, though: a few empty slabs wait in a small cache until
  *    pool_trim() (the event loop calls it every second) in case a class
  *    wants a slab again.  Under churn, faults releasing objects while
- *    evictions store others, classes emptied and created slabs thousands
+ *    evictions store others, classes empty and create slabs thousands
  *    of times a second (one-page slabs of pages stored as they are,
  *    mostly), and each hole punched is a TLB flush by IPI (in a VM a
- *    hypercall) and each fresh slab a round of page faults: 9% of the
- *    daemon's CPU time in a 1 GiB hot/cold run without the cache.  What
- *    sat in the cache unused for a whole second goes back, and all of it
- *    when the pool nears its limit (pool_drop_cache()); the cache is
- *    counted in pool_total_size(): the memory is still ours.
+ *    hypercall) and each fresh slab a round of page faults
+ *    (docs/benchmarks.md, "The slab cache").  What sat in the cache
+ *    unused for a whole second goes back, and all of it when the pool
+ *    nears its limit (pool_drop_cache()); the cache is counted in
+ *    pool_total_size(): the memory is still ours.
  *
  *  - To make slabs empty out, allocation takes the fullest partial slab of
  *    its class: partial slabs sit in POOL_GROUPS fullness groups
@@ -51,10 +51,9 @@
  *  - Objects that move need a name that does not: a handle is an index into
  *    a handle table whose entry holds the object's current slab id, slot and
  *    length.  Moving an object rewrites one entry.  pool_map(), on the fault
- *    path, still takes two dependent loads before the data, as decoding the
- *    location from the handle did: the entry, then the slab's base address
- *    from a dense array by id (the length gives the slot size).  Release
- *    and alloc pay one more cache miss, for the entry.  Free entries form a
+ *    path, takes one load before the data, the entry: the slab's address
+ *    is its chunk's, and the length gives the slot size.  Release and
+ *    alloc pay a cache miss for the entry as well.  Free entries form a
  *    list threaded through the table itself, entry 0 is never used (so 0 is
  *    never a handle), and the table grows by doubling; it does not shrink,
  *    as callers hold its indices, and costs 8 bytes per object at the peak.

@@ -10,7 +10,7 @@
  * knows of a page's heat is whether it came back.  So each process gets a
  * sweep every cold age / 4 that takes what did not come back within the
  * cold age; a page in use is taken once, comes back at its next touch, and
- * is then left alone for the cold age.  A process is first swept once it
+ * is then left alone for a while (below).  A process is first swept once it
  * has been served for a cold age, so that what it touches at start-up is
  * not taken just because zswapd never saw it come back.
  *
@@ -23,14 +23,12 @@
  * up again one step once it has been under half of both targets for a whole
  * such window.  Without access bits a page in use is known only by coming
  * back, so its protection must run out some time for the page to be probed
- * again: with the window equal to the cold age, eight processes with a hot
- * half each refaulted that half every three minutes (430 refaults/min per
- * 1000 pages in each burst, 0.87x the speed of the same processes unserved);
- * the window is at least PROACTIVE_MIN_PROTECT cold ages and grows with
- * the backoff, so that the probes thin out instead.  Under memory pressure
- * (pressure.c) sweeps come at once, backoff or not: pages that go then keep
- * the host away from the OOM killer.  Each change of state is logged once
- * at info level.
+ * again, and each probe of a hot set refaults all of it: the window is at
+ * least PROACTIVE_MIN_PROTECT cold ages and grows with the backoff, so that
+ * the probes thin out (docs/benchmarks.md, "Pages that came back").  Under
+ * memory pressure (pressure.c) sweeps come at once, backoff or not: pages
+ * that go then keep the host away from the OOM killer.  Each change of
+ * state is logged once at info level.
  */
 #include "daemon.h"
 #include "log.h"

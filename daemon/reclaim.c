@@ -203,12 +203,11 @@ uint64_t reclaim_limit_of(const struct target *t, uint64_t rss)
 }
 
 /*
- * The pages that compress too poorly to leave (t->poor: refused in the
+ * The pages that compress too poorly to leave (t->evict.poor: refused in the
  * last minute, still resident) are as much as t's limit by themselves: no
  * eviction brings it under, and the limit's reclaim takes its hot pages
- * again and again for nothing (a 64 MiB job with 8 MiB of random pages
- * under a 6.9M limit: 6k stores and 6k loads a second).  Said once per
- * process, with the way out.
+ * again and again for nothing (docs/benchmarks.md, "Pages too poor to
+ * leave").  Said once per process, with the way out.
  */
 bool reclaim_limit_unreachable(const struct target *t)
 {
@@ -231,10 +230,10 @@ static void reclaim_tell_unreachable(struct target *t)
  * Whether t is so far over its limit (by more than the slack) that its
  * faults should wait for the eviction batch in flight, as memory.high
  * throttles a cgroup that outgrows it: without that, a process that faults
- * faster than batches commit grows past its limit and stays there (a 512
- * MiB process held at 220M sat at 260-310M).  The estimate is RssAnon at the
+ * faster than batches commit grows past its limit and stays there
+ * (docs/benchmarks.md, "Throttling").  The estimate is RssAnon at the
  * last check, plus the pages faulted in since, minus those stored since.
- * Not when the pages that compress too poorly to leave (t->poor) fill the
+ * Not when the pages that compress too poorly to leave (t->evict.poor) fill the
  * limit by themselves: no waiting brings the process under it then, and
  * every fault would pay a batch for nothing.
  */

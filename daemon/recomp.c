@@ -5,7 +5,7 @@
  * Stores and loads want a fast compressor (lzo or lz4: a fault waits on
  * the decompression); a page that stays in the pool for minutes is better
  * off small, and zstd packs the same pages into about a third of lzo's
- * bytes (tests/bench micro: 174 against 489 bytes a page).  As ChromeOS
+ * bytes (docs/benchmarks.md, "Recompressor").  As ChromeOS
  * does with zram's recompression of idle pages, a walk over the pool's
  * LRU of compressed entries, oldest first, marks each entry it meets; the
  * next walk, recompress_seconds after the last one began, compresses every

@@ -40,7 +40,7 @@
 	(UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |     \
 	 UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_THREAD_ID)
 
-/* What surviving zswapd's death needs of a uffd, and of its staging (survive.c). */
+/* What surviving zswapd's death needs of a uffd, and of its staging (persist/persist.c). */
 static uint64_t target_survive_features(const struct daemon *d)
 {
 	return d->persist.fdstore ? UFFD_FEATURE_WP_UNPOPULATED : 0;
@@ -459,12 +459,11 @@ uint64_t target_hot_pages(struct target *t)
 /*
  * A page that compressed too poorly is resident still, and will compress
  * just as poorly on the next sweep: remember it for a minute rather than pay
- * the compression again on every pass (a 512 MiB benchmark process with
- * 16k random pages compressed 5 million of them in five minutes while this
- * memory was a lossy 8k-slot table).  Proactive sweeps, which nothing forces
- * to converge, leave it alone as long as a page that came back
- * (target_poor_window_ms): each try takes the page out of the process and
- * puts it back, on its CPUs.  evict_pick.c reads both sets.
+ * the compression again on every pass (docs/benchmarks.md, "Poor pages
+ * remembered").  Proactive sweeps, which nothing forces to converge, leave
+ * it alone as long as a page that came back (target_poor_window_ms): each
+ * try takes the page out of the process and puts it back, on its CPUs.
+ * evict_pick.c reads both sets.
  */
 void target_note_poor(struct target *t, uint64_t addr)
 {
@@ -680,14 +679,6 @@ void target_page_prefetched(struct target *t, uint64_t addr, struct entry *e)
 	entry_put(t->d, e);
 }
 
-/*
- * UFFDIO_COPY (and ZEROPAGE) says EEXIST when the page is there, but also when the PMD
- * above it is not a page table it can fill: a huge page, or a PMD that is
- * not present at that instant (mfill_establish_pmd, mm/userfaultfd.c).  On
- * EEXIST the caller drops the entry, or the page it was putting back,
- * believing the process has it: never on the ioctl's word alone.  A page
- * that is not there after all is EAGAIN, retried like any other.
- */
 int target_unmark(struct target *t, uint64_t addr)
 {
 	int r = t->pid ? proc_page_owed(t->pid, addr) : 0;
@@ -697,6 +688,14 @@ int target_unmark(struct target *t, uint64_t addr)
 	return r;
 }
 
+/*
+ * UFFDIO_COPY (and ZEROPAGE) says EEXIST when the page is there, but also when the PMD
+ * above it is not a page table it can fill: a huge page, or a PMD that is
+ * not present at that instant (mfill_establish_pmd, mm/userfaultfd.c).  On
+ * EEXIST the caller drops the entry, or the page it was putting back,
+ * believing the process has it: never on the ioctl's word alone.  A page
+ * that is not there after all is EAGAIN, retried like any other.
+ */
 int target_fill_checked(struct target *t, uint64_t addr, int r)
 {
 	if (r != -EEXIST || t->pid == 0 || proc_page_present(t->pid, addr) != 0)
@@ -730,8 +729,8 @@ static int target_unprotect_push(struct target *t, uint64_t addr, uint64_t len)
  * Lifts write-protection from [addr, addr+len) and wakes whoever waited on
  * it.  While an event of the app is pending (its madvise, munmap, mremap)
  * the kernel says EAGAIN and neither lifts nor wakes: a writer would wait
- * for ever (memtest churn hung so).  Such a range is lifted again from the
- * loop (target_unprotect_retry, each turn) until it goes through.
+ * for ever.  Such a range is lifted again from the loop
+ * (target_unprotect_retry, each turn) until it goes through.
  */
 int target_unprotect(struct target *t, uint64_t addr, uint64_t len)
 {

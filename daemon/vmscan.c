@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vmscan.c - choose the pages of one process to evict.
+ * vmscan.c - what /proc says of a process's memory, for picking and for
+ * letting go: its evictable mappings, its evictable pages, and the runs a
+ * batch is made of.
  *
- * What may be evicted comes from /proc/PID/smaps (its VmFlags line tells
- * locked, dontfork, wipeonfork, I/O and hugetlb mappings apart, which
- * /proc/PID/maps cannot).  What is worth evicting comes from
- * /proc/PID/pagemap: present pages mapped by this process alone.
- *
- * Order: a clock hand sweeps the address space, so every resident page gets
- * its turn before any gets a second one; pages faulted back since the hand
- * last passed are passed over until it comes round again.  That is FIFO
- * reclaim, the best "coldest first" the daemon can tell without access
- * bits; the reclaim policy issue replaces the order, not this interface.
+ * Mappings come from /proc/PID/smaps, whose VmFlags line tells locked,
+ * dontfork, wipeonfork, I/O and hugetlb mappings apart, which
+ * /proc/PID/maps cannot: those that may be evicted (vmscan_parse), the
+ * pages of them another process maps too (vmscan_shared_kb, for group
+ * budgets), and those registered with a uffd (vmscan_registered, for the
+ * drain and a take-over).  Pages come from /proc/PID/pagemap: present and
+ * mapped by this process alone, read from a cursor on, once round at most
+ * (vmscan_pick), or one by one (vmscan_pick_pages, for the log of loads),
+ * gathered into runs with the 2 MiB chunks to register around them;
+ * vmscan_runs_dedup() keeps a page out of a batch twice.  The order, and
+ * what a sweep passes over, is evict_pick.c's: the callers decide, this
+ * file reads.
  */
 #include <errno.h>
 #include <inttypes.h>

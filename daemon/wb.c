@@ -63,7 +63,7 @@ struct wb_io {
 	struct target *target;
 	uint64_t addr;
 	struct entry *entry;
-	struct wb_io *next_read; /* on target->reads, so a dying target can let go */
+	struct wb_io *next_read; /* on target->swapin.reads, so a dying target can let go */
 };
 
 struct wb {

@@ -7,7 +7,7 @@
  * hdr.len bytes of payload.  All integers are host-endian (the peers always
  * share a machine).  A message larger than ZS_MSG_MAX, with a bad magic or
  * version, or whose payload does not match its type is rejected and the
- * connection is dropped; proto_check() in daemon/proto.c is the one place that
+ * connection is dropped; proto_check() in common/proto.c is the one place that
  * decides this.
  *
  * Registration of a process (the shim, from its constructor):
@@ -164,10 +164,10 @@ struct zs_uffd {
  * The last word of the veto page: the daemon sets it while a fault of the
  * app waits on a "mm changing" EAGAIN.  Each MADV_DONTNEED of the agent on
  * registered memory is such a window (a REMOVE event until the agent runs
- * again), and an agent dropping run after run kept a fault out for the
- * whole batch: 600 retries, 20 ms.  Before each drop the agent waits while
- * the word is set, for at most ZS_HOLD_MAX_USEC: the daemon only needs a
- * gap to map the page.
+ * again), and an agent dropping run after run would keep a fault out for
+ * the whole batch (docs/benchmarks.md, "The agent's gap").  Before each
+ * drop the agent waits while the word is set, for at most
+ * ZS_HOLD_MAX_USEC: the daemon only needs a gap to map the page.
  */
 #define ZS_STAGING_HOLD(staging, pages) \
 	((volatile uint32_t *)((uint8_t *)(staging) + (size_t)(pages) * 4096 + 4096 - 8))
@@ -243,8 +243,9 @@ struct zs_uffd {
  * in that range, before the madvise.  The daemon clears the words before
  * every ZS_EVICT and takes a REMOVE event for the agent's own only if it
  * matches such a word exactly (clearing it): the app may discard a page of
- * a run in flight too, and a match by address alone took the app's event
- * for the agent's and the agent's, later, for a discard of the whole range.
+ * a run in flight too, and a match by address alone would take the app's
+ * event for the agent's and the agent's, later, for a discard of the whole
+ * range.
  */
 #define ZS_STAGING_MAX_SLOTS 1024
 

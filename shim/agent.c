@@ -130,9 +130,9 @@ static long agent_app_cpu(void)
  * IPI (in a VM a hypercall) that interrupts the app as well.  Under a limit
  * the app's thread spends much of its time waiting for faults, which is
  * when the agent gets its CPU.  Between batches the agent may run anywhere
- * again: pinned for good it sometimes kept a CPU the scheduler had since
- * moved the app (and the daemon) away from, and the app ran at half speed
- * (2 runs of 11).  With more threads the mm is live on several CPUs
+ * again: pinned for good it can keep a CPU the scheduler has since moved
+ * the app (and the daemon) away from (docs/benchmarks.md, "The agent on
+ * the app's CPU").  With more threads the mm is live on several CPUs
  * anyway.  What it may run on is read afresh each time, so that an
  * operator's `taskset -a -p` since the last batch is what it goes back
  * to.  Returns whether it moved; a failure (a cpuset changed) costs only
@@ -163,12 +163,13 @@ static void agent_unfollow(struct agent *a)
 /*
  * Where the agent moves the pages it drops.  MADV_DONTNEED on registered
  * memory is a REMOVE event that holds us until zswapd has read it, and
- * holds every UFFDIO_COPY of zswapd meanwhile (EAGAIN, "mm changing"): one
- * such round trip per run took 150 us, and half the app's faults met one.
- * UFFDIO_MOVE (Linux 6.8+) takes the pages out in one ioctl and no event;
- * they are dropped from here once per batch.  The kernel wants a move's
- * destination registered with the same uffd; WIPEONFORK keeps zswapd from
- * evicting it (vmscan.c) and a forked child from inheriting its pages.
+ * holds every UFFDIO_COPY of zswapd meanwhile (EAGAIN, "mm changing"): a
+ * round trip per run that the app's faults meet (docs/benchmarks.md,
+ * "UFFDIO_MOVE").  UFFDIO_MOVE (Linux 6.8+) takes the pages out in one
+ * ioctl and no event; they are dropped from here once per batch.  The
+ * kernel wants a move's destination registered with the same uffd;
+ * WIPEONFORK keeps zswapd from evicting it (vmscan.c) and a forked child
+ * from inheriting its pages.
  */
 #define AGENT_MOVE_TRIES 50 /* EAGAIN while the app changes its mm: 20 us apart */
 #define AGENT_UNMOVE_TRIES 50000 /* a move back must not be given up lightly: 1 s */
@@ -266,9 +267,9 @@ static void agent_mark(uint64_t addr, size_t npages, uint32_t slot)
 /*
  * Whether scratch slot `slot` holds a page.  Only our moves of this batch
  * fill it (the scratch is dropped after each batch), so a page there was
- * moved, whatever the ioctl said: a move that reported failure but had
- * taken the page, then vetoed, was a page lost (seen once, 2026-12-03: a
- * vetoed slot whose page was gone).  mincore() sees anonymous pages.
+ * moved, whatever the ioctl said: a move that reports failure but has
+ * taken the page would otherwise be vetoed, and the page lost.
+ * mincore() sees anonymous pages.
  */
 static bool agent_slot_filled(const struct agent *a, uint32_t slot)
 {
@@ -328,7 +329,7 @@ static void agent_copy_moved(struct agent *a, uint64_t addr, uint32_t slot, size
  * the child has gone, until it is written: a read-mostly app after a fork
  * (redis after BGSAVE) could no longer be evicted.  Pinning it for a read,
  * as process_vm_readv does, unshares it, in place when we are its only
- * user.  The copy-first order did that to every page by the way; a
+ * user.  The copy-first order does that to every page by the way; a
  * move-first batch does it to the rest of a run where a move stopped, into
  * their staging slots, which the copy after the move overwrites; and only
  * if no fork began since zswapd made the batch (a->may_unshare), when a

@@ -29,8 +29,8 @@
  * calls: anything of libc's, even abort(), may touch a page of the app's
  * that is gone for good.  libzswap.so is linked with -z now for the same
  * reason: a first call through a lazily bound PLT entry runs the dynamic
- * linker, which reads its link maps from the app's heap (a hang seen with
- * the agent stuck in _dl_fixup after zswapd was killed mid-reclaim).
+ * linker, which reads its link maps from the app's heap, and would wait
+ * there (in _dl_fixup) on a page that went with zswapd.
  */
 #include <errno.h>
 #include <poll.h>

@@ -171,10 +171,10 @@ static void shim_watch_begin(void)
  * The uffd is published (shim.uffd) last, once the staging is mapped, and
  * only if the registration succeeded: a watcher that saw zswapd die while
  * we registered waits for it (orphan_said_bye()), then looks in the
- * staging for the zswapd that took over.  Published before, it found a
- * uffd and no staging, took the uffd for orphaned, and the process
- * aborted at its next fault though a new zswapd served it; or it polled
- * a uffd a failed registration then closed.
+ * staging for the zswapd that took over.  Published before, it could find
+ * a uffd and no staging, take the uffd for orphaned, and abort the process
+ * at its next fault though a new zswapd serves it; or poll a uffd a failed
+ * registration then closes.
  */
 static int shim_publish_uffd(int uffd, int err)
 {
@@ -240,8 +240,7 @@ static int shim_register_child(void)
 	 * themselves the same way.  Only now that we hold our uffd: the
 	 * MADV_DONTNEED is a REMOVE event, which waits until someone reads it,
 	 * and if zswapd has died meanwhile, that is our watcher, which can read
-	 * only a uffd we have.  (Before, a child forked as zswapd died waited
-	 * there for good, its uffd in a ZS_READY it never got to read.)
+	 * only a uffd we have.
 	 */
 	madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
 	return 0;

@@ -8,7 +8,7 @@
  * pages are the store's as much as ours.  Nothing here can fail the
  * caller: a journal that cannot grow (no memory) is dropped, said once,
  * and zswapd goes on without surviving its own death (the processes then
- * see it die as before: shim/orphan.c).
+ * see it die as without a store: shim/orphan.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * journal_read.c - reads a journal back into the model of replay.h.  Records are
- * applied in order, each as the daemon applied the change it records: a
- * store links a page to an entry (a key seen again while a page names it
- * is that entry, changed; one no page names any more was freed, and this
- * is a new entry), an unlink or a discard drops links, an mremap moves
- * them, a fork copies the parent's into the child (recorded as the event
- * is read, then again once the events before it were dealt with: the
+ * journal_read.c - reads a journal back into the model of journal_read.h.
+ * Records are applied in order, each as the daemon applied the change it
+ * records: a store links a page to an entry (a key seen again while a page
+ * names it is that entry, changed; one no page names any more was freed,
+ * and this is a new entry), an unlink or a discard drops links, an mremap
+ * moves them, a fork copies the parent's into the child (recorded as the
+ * event is read, then again once the events before it were dealt with: the
  * second is what the child inherited), a batch is out until it ends.
  */
 #include <errno.h>

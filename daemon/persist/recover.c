@@ -526,12 +526,6 @@ static int recover_switch(struct daemon *d, const struct jr_header *old)
 	return 0;
 }
 
-/*
- * A page marked as evicted that no entry names: the journal missed it
- * (a moment it cannot cover, hazard 8).  Its data is gone: a SIGBUS at
- * its touch, said here, never zeros.  Pages of a batch still out are not
- * this: the batch puts them back.
- */
 /* Poisons the pages of [start, end) that are marked and that no entry names; how many. */
 static uint64_t recover_poison_range(struct target *t, uint64_t start, uint64_t end)
 {

@@ -5,7 +5,7 @@
  *
  * A stop gives every page back first (drain.c): nothing would hold them
  * once we are gone.  A restart has a successor, and the fd store
- * (survive.c) already holds all it needs, as after a crash; draining first
+ * (persist.c) already holds all it needs, as after a crash; draining first
  * would need every evicted byte free at once, for nothing.  But a service
  * gets the same SIGTERM for both, so we ask who sent it:
  *  - systemd: whether the job on our unit is a restart (`systemctl

@@ -55,7 +55,7 @@ extern char **environ;
 
 /*
  * Whether `--handover-versions` output names our image version among
- * those it reads, and our protocol: "zswapd handover 1 2 protocol 5".
+ * those it reads, and our protocol: "zswapd handover 1 2 3 protocol 5".
  */
 static bool upgrade_versions_ok(const char *out)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * fuzz_proto.c - libFuzzer target for proto_check(), the one gate every
- * datagram passes (daemon/proto.c).
+ * datagram passes (common/proto.c).
  *
  * Two kinds of failure are looked for.  Memory errors inside the checker
  * itself: the input is copied into a heap block of exactly its length

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """
-keeper_test.py - the keeper (daemon/keeper.c), zswapd's stand-in for
+keeper_test.py - the keeper (daemon/keeper/keeper.c), zswapd's stand-in for
 systemd's file-descriptor store, against a fake zswapd.
 
 Usage: python3 tests/integration/keeper_test.py build/zswapd
