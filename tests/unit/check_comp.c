@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "check_run.h"
+#include "check_util.h"
 #include "comp.h"
 
 #define SAME_WORD UINT64_C(0xdeadbeefcafebabe)
@@ -33,19 +34,6 @@ enum page_kind {
 
 static const char *const page_kind_name[] = { "zero", "same-filled", "text", "structs",
 					      "random" };
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	rng_state = x;
-	return x;
-}
 
 static void fill_text(uint8_t *page)
 {

@@ -16,22 +16,10 @@
 #include <string.h>
 
 #include "check_run.h"
+#include "check_util.h"
 #include "idx.h"
 
 #define VAL(x) ((void *)(uintptr_t)(((uint64_t)(x) << 4) | 8))
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	rng_state = x;
-	return x;
-}
 
 static struct idx *new_tree(void)
 {
@@ -379,13 +367,6 @@ static uint64_t nodes_needed(const uint64_t *keys, const bool *live, size_t n)
 		}
 	}
 	return nodes;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 #define NR_KEYS 8192

@@ -24,21 +24,9 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "check_util.h"
 #include "comp.h"
 #include "pool.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	rng_state = x;
-	return x;
-}
 
 static size_t rng_range(size_t lo, size_t hi)
 {
@@ -838,13 +826,6 @@ START_TEST(test_compact_some_rescans)
 	free(o);
 }
 END_TEST
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /*
  * Released handles are handed out again rather than the table growing, and
