@@ -110,6 +110,12 @@ $(BUILD)/tests/%: tests/integration/%.c
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
+# The hostile client speaks the protocol itself, through common/proto.c.
+$(BUILD)/tests/hostile: tests/integration/hostile.c common/proto.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread
+
 # systemd's bus, stood in for: sd-bus on both ends.
 $(BUILD)/tests/fakemanager: tests/integration/fakemanager.c
 	@mkdir -p $(dir $@)
@@ -169,6 +175,10 @@ install: all
 		install -m 0644 conf/zswapd.conf $(DESTDIR)$(SYSCONFDIR)/zswapd/zswapd.conf
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/zswapd.service.in > $(DESTDIR)$(UNITDIR)/zswapd.service
 	install -m 0644 systemd/zswapd.socket $(DESTDIR)$(UNITDIR)/zswapd.socket
+	@# The socket's group (socket_group, SocketGroup=): root and its members
+	@# may connect.  Only on the machine itself, not into a DESTDIR.
+	@if [ -z "$(DESTDIR)" ] && ! getent group zswapd >/dev/null; then \
+		groupadd --system zswapd && echo "created group zswapd: usermod -aG zswapd USER"; fi
 	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/zswapd.8 man/zswapctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/zswapd.conf.5 $(DESTDIR)$(MANDIR)/man5/

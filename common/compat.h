@@ -31,6 +31,11 @@
 #define UFFD_FEATURE_MOVE (1 << 16)
 #endif
 
+/* The peer's pidfd, from a unix socket (Linux 6.5; include/uapi/asm-generic/socket.h). */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 #ifndef UFFDIO_MOVE
 struct uffdio_move {
 	__u64 dst;

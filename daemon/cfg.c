@@ -128,6 +128,42 @@ static int cfg_parse_uint(const struct cfg_key *k, const char *value, void *fiel
 	return 0;
 }
 
+/* An octal file mode, 0..0777 (e.g. 0660). */
+static int cfg_parse_mode(const struct cfg_key *k, const char *value, void *field)
+{
+	unsigned v = 0;
+
+	(void)k;
+	if (*value != '0')
+		return -EINVAL;
+	for (const char *p = value; *p; p++) {
+		if (*p < '0' || *p > '7' || v > 0777)
+			return -EINVAL;
+		v = v * 8 + (unsigned)(*p - '0');
+	}
+	if (v > 0777)
+		return -ERANGE;
+	*(unsigned *)field = v;
+	return 0;
+}
+
+/* A group name as groupadd takes it; looked up when the socket is made. */
+static int cfg_parse_group(const struct cfg_key *k, const char *value, void *field)
+{
+	size_t len = strlen(value);
+
+	(void)k;
+	if (len >= 64)
+		return -ENAMETOOLONG;
+	for (const char *p = value; *p; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '_' && *p != '-' && *p != '.')
+			return -EINVAL;
+	memset(field, 0, 64);
+	memcpy(field, value, len);
+	return 0;
+}
+
 /* A nice value, -20..19: an optional '-', then what cfg_parse_uint() takes. */
 static int cfg_parse_nice(const struct cfg_key *k, const char *value, void *field)
 {
@@ -214,6 +250,11 @@ static int cfg_parse_auto_bool(const struct cfg_key *k, const char *value, void 
 static const struct cfg_key cfg_keys[] = {
 	{ "socket", cfg_parse_path, CFG_FIELD(socket), ZSWAP_DEFAULT_SOCKET, 0, 0,
 	  "an absolute path shorter than 108 bytes" },
+	/* Who may connect: the group's members and root (zswapd(8), "Security"). */
+	{ "socket_mode", cfg_parse_mode, CFG_FIELD(socket_mode), "0660", 0, 0,
+	  "an octal mode like 0660 or 0666" },
+	{ "socket_group", cfg_parse_group, CFG_FIELD(socket_group), "zswapd", 0, 0,
+	  "a group name (root: root alone)" },
 	/*
 	 * lzo1x-1, as kernel zswap, so the two compare like for like.  lz4
 	 * decompresses faster for a slightly larger pool: the better choice
@@ -389,6 +430,13 @@ static const struct cfg_key cfg_keys[] = {
 	 */
 	{ "reattach_timeout_seconds", cfg_parse_uint, CFG_FIELD(survive.reattach_timeout_seconds), "60", 1,
 	  86400, NULL },
+	/* One user (not root) cannot take all of zswapd: users.c. */
+	{ "max_connections_per_user", cfg_parse_uint, CFG_FIELD(users.max_connections_per_user), "64",
+	  1, 65536, NULL },
+	{ "max_processes_per_user", cfg_parse_uint, CFG_FIELD(users.max_processes_per_user), "1024", 1,
+	  1048576, NULL },
+	{ "max_pool_percent_per_user", cfg_parse_uint, CFG_FIELD(users.max_pool_percent_per_user),
+	  "50", 1, 100, NULL },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

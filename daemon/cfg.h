@@ -78,9 +78,18 @@ struct cfg_survive {
 	unsigned reattach_timeout_seconds; /* 1..86400: how long a process waits for a new zswapd */
 };
 
+/* What one user (any but root) may take of zswapd. */
+struct cfg_users {
+	unsigned max_connections_per_user;  /* 1..65536: connections not yet a served process */
+	unsigned max_processes_per_user;    /* 1..1048576: processes served at once */
+	unsigned max_pool_percent_per_user; /* 1..100: of the pool limit, their evicted pages */
+};
+
 /* Each key's field has the key's name, in the group conf/zswapd.conf puts it. */
 struct cfg {
 	char socket[CFG_PATH_MAX]; /* control socket path */
+	unsigned socket_mode;	   /* 0..0777: of the socket zswapd creates (not systemd's) */
+	char socket_group[64];	   /* its group; one that does not exist: root's, said once */
 	int log_level;		   /* LOG_LVL_* */
 	int nice;		   /* -20..19: the daemon's scheduling priority */
 	bool mlock;		   /* lock the daemon's memory (pool included) */
@@ -90,6 +99,7 @@ struct cfg {
 	struct cfg_fault fault;
 	struct cfg_policy policy;
 	struct cfg_survive survive;
+	struct cfg_users users;
 };
 
 void cfg_defaults(struct cfg *c);

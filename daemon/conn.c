@@ -4,9 +4,12 @@
  * each may say.
  *
  * The peer's credentials come from SO_PEERCRED at accept, never from what
- * it says: a process may register only itself (HELLO's pid must be the
- * peer's), and a zswapctl that is not root may act only on processes of its
- * own uid.  A malformed message, or one out of order for the connection's
+ * it says, and its pidfd (SO_PEERPIDFD) binds them to one process: a
+ * connection whose process has exited (a helper may hold it open) speaks
+ * for nobody.  A process registers only itself (identity.h proves its uffd
+ * serves its own mm), a forked child only with a connection of its own
+ * (target_claim), and a zswapctl that is not root acts only on processes
+ * of its own uid.  A malformed message, or one out of order for the connection's
  * state, drops that connection and nothing else (proto_errors).
  */
 #include <errno.h>
@@ -16,8 +19,10 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "persist/persist.h"
+#include "identity.h"
 #include "log.h"
+#include "users.h"
+#include "persist/persist.h"
 #include "proto.h"
 #include "persist/journal.h"
 
@@ -33,7 +38,7 @@ static void conn_shed(struct daemon *d)
 {
 	struct conn *victim = NULL;
 
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		if (!c->dead && c->kind == CONN_NEW)
 			victim = c; /* the list is newest first: the last is the oldest */
 	if (victim) {
@@ -59,17 +64,25 @@ int conn_new(struct daemon *d, int fd, struct conn **ret_conn)
 	c->d = d;
 	c->w.fd = fd;
 	c->w.fn = conn_ready;
+	c->pidfd = -1;
+	c->seq = ++d->conns.seq;
 	len = sizeof(c->cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
+	    (c->pidfd = identity_peer_pidfd(fd, c->cred.pid)) < 0 ||
 	    watch_add(d->epfd, &c->w, EPOLLIN) < 0) {
-		int r = -errno;
+		int r = c->pidfd < -1 ? c->pidfd : -errno;
 
+		if (c->pidfd >= 0)
+			close(c->pidfd);
 		close(fd);
 		free(c);
 		return r;
 	}
-	c->next = d->conns;
-	d->conns = c;
+	c->pidns = identity_pidns(c->cred.pid);
+	if (c->pidns == identity_pidns(getpid()))
+		c->pidns = 0;
+	c->next = d->conns.list;
+	d->conns.list = c;
 	*ret_conn = c;
 	return 0;
 }
@@ -89,7 +102,8 @@ void conn_accept(struct daemon *d, struct watch *w, uint32_t events)
 				log_warning_errno(-errno, "accept failed: %m, ignoring");
 			return;
 		}
-		(void)conn_new(d, fd, &c);
+		if (conn_new(d, fd, &c) == 0 && !users_conn_ok(d, c))
+			conn_close(c, "its user is at its bound of connections");
 	}
 }
 
@@ -104,6 +118,9 @@ void conn_close(struct conn *c, const char *why)
 	watch_del(c->d->epfd, &c->w);
 	close(c->w.fd);
 	c->w.fd = -1;
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = -1;
 	for (struct target *o = c->d->targets; o; o = o->next)
 		if (o->reclaim && o->reclaim->conn == c)
 			o->reclaim->conn = NULL;
@@ -128,7 +145,7 @@ void conn_close(struct conn *c, const char *why)
 
 void conn_reap(struct daemon *d)
 {
-	struct conn **pp = &d->conns, *c;
+	struct conn **pp = &d->conns.list, *c;
 
 	while ((c = *pp)) {
 		if (c->dead) {
@@ -140,6 +157,11 @@ void conn_reap(struct daemon *d)
 	}
 }
 
+/*
+ * A process, or a forked child, says who it is.  What it says of its pid is
+ * not used: in a pid namespace it names another process here, and the
+ * peer's own is known (SO_PEERCRED, bound by its pidfd).
+ */
 static int conn_hello(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_hello *hello = proto_payload(h);
@@ -148,11 +170,12 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 
 	if (c->kind != CONN_NEW)
 		return -EBADMSG;
-	if ((pid_t)hello->pid != c->cred.pid) {
+	if (!identity_alive(c->pidfd)) {
 		d->st.denied++;
-		log_warning("pid %d tried to register pid %u, refusing", (int)c->cred.pid, hello->pid);
-		proto_send_error(c->w.fd, h->seq, -EPERM, "a process can register only itself");
-		return -EPERM;
+		log_warning("a connection of pid %d spoke after that process exited, refusing",
+			    (int)c->cred.pid);
+		proto_send_error(c->w.fd, h->seq, -ESRCH, "the process that connected has exited");
+		return -ESRCH;
 	}
 	if (d->stop.active) {
 		ctl_refuse_stopping(c, h->seq);
@@ -160,21 +183,30 @@ static int conn_hello(struct conn *c, const struct zs_hdr *h)
 	}
 	c->kind = CONN_SHIM;
 	c->hello_flags = hello->flags;
-	t = target_by_pid(d, c->cred.pid);
 	if (hello->flags & ZS_HELLO_FORKED) {
-		/* Our child target may already know its pid from the beacon fault. */
-		if (t && !t->conn)
-			return target_adopt(t, c);
+		/* Our child target may have had its beacon fault already. */
+		for (t = d->targets; t; t = t->next) {
+			int r = target_claim(t, c);
+
+			if (r != 0)
+				return r < 0 ? r : 0;
+		}
 		return 0;
 	}
-	/* The same pid again: its old image exec'd (or the pid was reused),
-	 * unless that mm still lives and is connected. */
+	if (!users_process_ok(d, c->cred.uid)) {
+		proto_send_error(c->w.fd, h->seq, -EUSERS,
+				 "this user has as many processes served as zswapd allows");
+		return -EUSERS;
+	}
+	/* The same pid again: its old image exec'd (the peer is alive, so
+	 * the pid is still its), unless that mm still lives and is connected. */
+	t = target_by_pid(d, c->cred.pid);
 	while (t) {
 		if (target_mm_alive(t) && t->conn) {
 			proto_send_error(c->w.fd, h->seq, -EEXIST, "this process is registered already");
 			return -EEXIST;
 		}
-		target_kill(t, "exec'd or pid reused");
+		target_kill(t, "exec'd");
 		t = target_by_pid(d, c->cred.pid);
 	}
 	return proto_send(c->w.fd, ZS_DEVFD, h->seq, NULL, 0, &d->devuffd_fd, 1);
@@ -188,23 +220,21 @@ static int conn_uffd(struct conn *c, const struct zs_hdr *h, int *fds, int nfds)
 
 	if (c->kind != CONN_SHIM || c->target || (c->hello_flags & ZS_HELLO_FORKED) || nfds != 1)
 		return -EBADMSG;
-	r = target_new(c->d, c, c->cred.pid, fds[0], u->beacon, fault_uffd_ready, &t);
+	r = target_new(c->d, c, fds[0], u->beacon, fault_uffd_ready, &t);
 	fds[0] = -1; /* target_new owns it now, success or not */
-	if (r < 0)
-		return r;
-	t->uid = c->cred.uid;
-	return 0;
+	return r;
 }
 
 static int conn_agent(struct conn *c, const struct zs_hdr *h)
 {
 	const struct zs_agent *a = proto_payload(h);
 	struct target *t = c->target;
-	pid_t tgid;
+	pid_t host_tid;
 
 	if (!t || t->agent.tid)
 		return -EBADMSG;
-	if (proc_tgid_of((pid_t)a->tid, &tgid) < 0 || tgid != t->pid)
+	/* Its tid as the process's own pid namespace names it, as its faults do. */
+	if ((pid_t)a->tid <= 0 || identity_thread(t->pid, (pid_t)a->tid, &host_tid) < 0)
 		return -EPERM;
 	t->agent.nexcl = a->nexcl;
 	memcpy(t->agent.excl, a->excl, a->nexcl * sizeof(a->excl[0]));
@@ -253,6 +283,17 @@ static int conn_dispatch(struct conn *c, const struct zs_hdr *h, int *fds, int n
 	}
 }
 
+/*
+ * A loop turn reads at most CONN_REQUESTS_PER_WAKE requests of a
+ * connection that is not a served process's (zswapctl, a hello), and
+ * CONN_MSGS_PER_WAKE of one that is (its agent's replies): the rest wait
+ * for the next turn (epoll reports them again), whose faults are served
+ * first (uffd watches are urgent, watch.h).  A client pipelining requests
+ * without end cannot keep zswapd reading it.
+ */
+#define CONN_REQUESTS_PER_WAKE 4
+#define CONN_MSGS_PER_WAKE 16
+
 static void conn_ready(struct daemon *d, struct watch *w, uint32_t events)
 {
 	struct conn *c = watch_owner(w, struct conn, w);
@@ -263,7 +304,9 @@ static void conn_ready(struct daemon *d, struct watch *w, uint32_t events)
 
 	if (c->dead)
 		return;
-	for (;;) {
+	for (unsigned msgs = 0;; msgs++) {
+		if (msgs == (c->target ? CONN_MSGS_PER_WAKE : CONN_REQUESTS_PER_WAKE))
+			return; /* the rest at the next turn: epoll says it again */
 		n = proto_recv(c->w.fd, buf, sizeof(buf), fds, PROTO_MAX_FDS, &nfds);
 		if (n == -EAGAIN)
 			break;

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "persist/persist.h"
 #include "idx.h"
+#include "identity.h"
 #include "log.h"
 #include "proto.h"
 
@@ -30,6 +31,21 @@ static bool ctl_may_see(const struct conn *c, const struct target *t)
 	return c->cred.uid == 0 || c->cred.uid == t->uid;
 }
 
+/*
+ * The pid c's peer knows t by: t's own, or for a peer in a pid namespace
+ * of its own (a container), t's in that namespace if t is in it; 0 if t is
+ * out of its sight.  zswapctl in a container names its processes as it
+ * sees them, and sees no others.
+ */
+static pid_t ctl_pid_of(const struct conn *c, const struct target *t)
+{
+	if (!c->pidns)
+		return t->pid;
+	if (identity_pidns(t->pid) != c->pidns)
+		return 0;
+	return identity_inner_pid(t->pid) > 0 ? identity_inner_pid(t->pid) : 0;
+}
+
 static int ctl_list(struct conn *c, const struct zs_hdr *h)
 {
 	size_t max = (ZS_MSG_MAX - sizeof(struct zs_hdr)) / sizeof(struct zs_target_info);
@@ -44,9 +60,11 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 		struct zs_target_info *ti = &out[n];
 		uint64_t kb = 0;
 
-		if (t->dead || t->pid == 0 || !ctl_may_see(c, t))
+		pid_t pid = t->pid ? ctl_pid_of(c, t) : 0;
+
+		if (t->dead || pid <= 0 || !ctl_may_see(c, t))
 			continue;
-		ti->pid = (uint32_t)t->pid;
+		ti->pid = (uint32_t)pid;
 		memcpy(ti->comm, t->comm, sizeof(ti->comm));
 		ti->comm[sizeof(ti->comm) - 1] = '\0';
 		if (proc_status_kb(t->pid, "RssAnon", &kb) == 0)
@@ -77,8 +95,12 @@ static int ctl_list(struct conn *c, const struct zs_hdr *h)
 static bool ctl_find_target(struct conn *c, const struct zs_hdr *h, uint32_t pid, const char *verb,
 			    struct target **ret_target)
 {
-	struct target *t = target_by_pid(c->d, (pid_t)pid);
+	struct target *t = NULL;
 	char msg[160];
+
+	for (struct target *o = c->d->targets; o && !t && pid; o = o->next)
+		if (!o->dead && o->pid && ctl_pid_of(c, o) == (pid_t)pid)
+			t = o;
 
 	if (!t) {
 		snprintf(msg, sizeof(msg), "pid %u is not served by zswapd (start it under the shim)",

@@ -142,6 +142,9 @@ struct conn {
 	struct daemon *d;
 	struct conn *next;
 	struct ucred cred; /* SO_PEERCRED at accept */
+	int pidfd;	   /* the peer's (identity.h): checked alive before it is believed */
+	uint64_t seq;	   /* accept order: a forked child pairs only with a later one */
+	uint64_t pidns;	   /* the peer's pid namespace if not ours (a container's), else 0 */
 	enum conn_kind kind;
 	uint32_t hello_flags;
 	struct target *target; /* CONN_SHIM, once registered */
@@ -239,6 +242,8 @@ struct target_agent {
 	uint8_t *staging;
 	uint32_t staging_pages;
 	uint64_t mismoves_seen; /* ZS_STAGING_MISMOVES when the last batch ended */
+	/* Its scratch area, as it first published it and we checked it (target_scratch). */
+	uint64_t scratch_start, scratch_len;
 };
 
 /* Its limit on resident anonymous memory (reclaim.c). */
@@ -325,6 +330,16 @@ struct target_group {
 	bool over;	     /* a group it is in is over its goal by more than the slack */
 };
 
+/* What binds it to one process's mm (identity.h). */
+struct target_identity {
+	int mem_fd; /* /proc/PID/mem, opened on the mm its uffd was proven to serve; -1 */
+	/* A forked child not named yet: the nonce its beacon fault was served
+	 * with, and the connections that may claim it (accepted after its fork). */
+	uint8_t nonce[16];
+	bool planted;
+	uint64_t born_conn_seq;
+};
+
 /* Proactive eviction (proactive.c): the next sweep, and how far it backs off. */
 struct target_proactive {
 	uint64_t next_usec, last_usec;
@@ -362,6 +377,7 @@ struct target {
 	struct target_counts counts;
 	struct target_group group;
 	struct target_proactive proactive;
+	struct target_identity ident;
 };
 
 /* Processes held under one budget: all, or a cgroup's (group.c). */
@@ -379,6 +395,12 @@ struct group {
 	bool pressure_told;
 	bool pressure_pri; /* its pressure fd is a PSI trigger (POLLPRI), else an eventfd */
 	struct watch pressure_w; /* fd -1: no pressure events */
+};
+
+/* The control socket's connections (conn.c). */
+struct daemon_conns {
+	struct conn *list;
+	uint64_t seq;	     /* connections accepted so far (conn->seq) */
 };
 
 /* The pool's bound (entry.c). */
@@ -494,7 +516,7 @@ struct daemon {
 	struct wb *wb;	/* the writeback tier, NULL if none */
 	struct swapmap *swapmap; /* its blocks in use (wb.c makes it), NULL if none */
 	struct entry_lru lru[ENTRY_LRU_N]; /* pool entries by kind, oldest stored first (entry.c) */
-	struct conn *conns;
+	struct daemon_conns conns;
 	struct target *targets;
 	struct stats st;
 	uint64_t next_batch_id;
@@ -536,7 +558,8 @@ int proc_pagemap(pid_t pid, uint64_t addr, uint32_t n, uint64_t *pm);
 int proc_page_owed(pid_t pid, uint64_t addr);
 /* populated[i]: whether page addr + i pages is present or swapped (pagemap), for n pages. */
 int proc_pages_populated(pid_t pid, uint64_t addr, uint32_t n, uint8_t *populated);
-int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf); /* -EIO: not there */
+/* One page of the mm memfd (its /proc/PID/mem, identity.h) was opened on; -EIO: not there. */
+int proc_mem_read_page(int memfd, uint64_t addr, void *buf);
 /* pid's first mapping (VMA) that ends past addr, from /proc/PID/maps; -ENOENT if none. */
 int proc_vma_next(pid_t pid, uint64_t addr, uint64_t *ret_start, uint64_t *ret_end);
 
@@ -576,12 +599,15 @@ void entry_lru_del(struct daemon *d, struct entry *e);
 struct entry_lru *entry_lru_next(struct daemon *d);
 
 /* target.c */
-int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t beacon,
+/* A process's own registration: its uffd proven to serve the mm of c's peer. */
+int target_new(struct daemon *d, struct conn *c, int uffd, uint64_t beacon,
 	       void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
 	       struct target **ret_target);
 /* The child of a fork, with every entry of the parent shared; its uffd is served as the parent's. */
 int target_new_child(struct target *parent, int uffd, struct target **ret_child);
-int target_set_pid(struct target *t, pid_t pid);
+/* A forked child's beacon fault answered with its nonce, and its claim by a connection. */
+int target_plant(struct target *t);
+int target_claim(struct target *t, struct conn *c);
 /* A target inherited across an in-place upgrade (handover_load.c): its descriptors only. */
 int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, int pidfd,
 		     int staging_fd, uint32_t staging_pages,
@@ -598,7 +624,7 @@ struct target *target_by_pid(struct daemon *d, pid_t pid);
 bool target_mm_alive(struct target *t);
 uint64_t target_evicted_pages(const struct target *t);
 /* The agent's scratch area, as it published it in staging; 0 = none (not moving pages). */
-uint64_t target_scratch(const struct target *t, uint64_t *ret_start);
+uint64_t target_scratch(struct target *t, uint64_t *ret_start);
 /* Index helpers that keep the counters right. */
 void target_invalidate(struct target *t, uint64_t start, uint64_t end);
 int target_insert(struct target *t, uint64_t addr, struct entry *e);

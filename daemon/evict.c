@@ -46,6 +46,7 @@
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
+#include "users.h"
 #include "vmscan.h"
 #include "persist/journal.h"
 
@@ -247,6 +248,8 @@ int evict_begin(struct target *t)
 
 	if (t->evict.batch || !t->conn || !t->agent.tid || t->dead || t->d->stop.active)
 		return -EBUSY;
+	if (!users_pool_ok(t->d, t->uid))
+		return 0; /* its user's share of the pool is full: nothing more to take */
 	r = evict_pick(t);
 	if (r <= 0) {
 		if (r < 0)
@@ -289,6 +292,13 @@ int evict_begin(struct target *t)
 	r = 0;
 	if (b->nruns == 0)
 		goto out;
+	/* The pages were picked from /proc/PID by pid: alive now, the mm was
+	 * ours all along, not that of a program the process exec'd since. */
+	if (!target_mm_alive(t)) {
+		target_kill(t, "exec'd");
+		r = -ESRCH;
+		goto out;
+	}
 	r = evict_launch(t, b);
 	if (r < 0)
 		goto out;
@@ -418,17 +428,26 @@ void evict_forget_child(struct daemon *d, struct target *child)
  * agent_slot_filled): counted, and said once per process, since a kernel
  * that does this would lose those pages under any agent that believed it.
  */
-static void evict_note_mismoves(struct target *t)
+static void evict_note_mismoves(struct target *t, const struct batch *b)
 {
 	uint64_t now = __atomic_load_n(ZS_STAGING_MISMOVES(t->agent.staging, t->agent.staging_pages),
 				       __ATOMIC_RELAXED);
+	uint64_t seen = t->agent.mismoves_seen;
 
-	if (now == t->agent.mismoves_seen)
+	if (now == seen)
 		return;
-	if (!t->agent.mismoves_seen)
+	/* The agent writes the word: at most one per page of the batch counts. */
+	if (now < seen || now - seen > b->npages) {
+		log_warning("pid %d: its agent says %llu misreported moves after %llu, in a batch "
+			    "of %u pages; counting none", (int)t->pid, (unsigned long long)now,
+			    (unsigned long long)seen, b->npages);
+		t->agent.mismoves_seen = now;
+		return;
+	}
+	if (!seen)
 		log_warning("pid %d: UFFDIO_MOVE reported a page not moved that it had moved; "
 			    "the agent took it as moved (agent_move_misreports)", (int)t->pid);
-	t->d->st.agent_move_misreports += now - t->agent.mismoves_seen;
+	t->d->st.agent_move_misreports += now - seen;
 	t->agent.mismoves_seen = now;
 }
 
@@ -461,7 +480,7 @@ static void evict_unprotect_run(struct target *t, const struct batch_run *run)
 static void evict_finish(struct target *t, struct batch *b)
 {
 	journal_batch_end(t, b);
-	evict_note_mismoves(t);
+	evict_note_mismoves(t, b);
 	for (uint32_t f = 0; f < b->nforks; f++)
 		b->forks[f]->evict.batch_parent = NULL;
 	for (uint32_t i = 0; i < b->nruns && !b->move_first; i++)

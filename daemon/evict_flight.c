@@ -128,9 +128,7 @@ static int evict_read_scratch(struct target *t, uint32_t slot, uint8_t *buf)
 		return -ESRCH;
 	if (!target_scratch(t, &scratch))
 		return -EIO;
-	r = proc_mem_read_page(t->pid, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf);
-	if (r == -ENOENT)
-		r = -ESRCH; /* no such pid */
+	r = proc_mem_read_page(t->ident.mem_fd, scratch + ((uint64_t)slot << ZS_PAGE_SHIFT), buf);
 	if (r == 0 && !target_mm_alive(t))
 		r = -ESRCH;
 	if (r == 0)

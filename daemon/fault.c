@@ -46,25 +46,35 @@ static int fault_queue_retry(struct target *t, const struct uffd_msg *msg)
 	return uffd_msgs_push(&t->waits.retry, &t->waits.nretry, &t->waits.retry_cap, msg);
 }
 
-/* A forked child names itself by faulting on its beacon page. */
-static void fault_learn_pid(struct target *t, const struct uffd_msg *msg)
+/*
+ * A forked child's fault on its beacon, which its shim makes right after
+ * its hello: answered with the child's nonce, then the child is claimed by
+ * the connection whose peer reads it (target_claim).  True if dealt with.
+ */
+static bool fault_child_beacon(struct target *t, const struct uffd_msg *msg, uint64_t addr)
 {
-	pid_t tgid;
+	int r;
 
-	if (!(t->features & UFFD_FEATURE_THREAD_ID) ||
-	    proc_tgid_of((pid_t)msg->arg.pagefault.feat.ptid, &tgid) < 0)
-		return;
-	if (target_set_pid(t, tgid) < 0)
-		return;
-	/* Its shim may have said hello already: it waits for its uffd. */
-	for (struct conn *c = t->d->conns; c; c = c->next) {
-		if (!c->dead && c->kind == CONN_SHIM && !c->target &&
-		    (c->hello_flags & ZS_HELLO_FORKED) && c->cred.pid == tgid) {
-			if (target_adopt(t, c) < 0)
-				c->doomed = "cannot hand over the child's uffd";
-			break;
-		}
+	if (t->pid || t->ident.planted || addr != t->agent.beacon)
+		return false;
+	r = target_plant(t);
+	if (r == -EAGAIN) {
+		if (fault_queue_retry(t, msg) < 0)
+			uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
+		return true;
 	}
+	if (r < 0) {
+		uffd_wake(t->uffd_w.fd, addr, ZS_PAGE_SIZE);
+		return true;
+	}
+	for (struct conn *c = t->d->conns.list; c; c = c->next) {
+		r = target_claim(t, c);
+		if (r < 0)
+			c->doomed = "cannot hand over the child's uffd";
+		if (r != 0)
+			break;
+	}
+	return true;
 }
 
 /* Whether eviction is under way on t, so that a held fault gets released. */
@@ -103,8 +113,9 @@ static void fault_pagefault(struct target *t, const struct uffd_msg *msg, bool m
 	pid_t ptid = (pid_t)msg->arg.pagefault.feat.ptid;
 	uint32_t slot;
 
-	if (t->pid == 0)
-		fault_learn_pid(t, msg);
+	if (t->pid == 0 && !(msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) &&
+	    fault_child_beacon(t, msg, addr))
+		return;
 
 	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
 		/* In a batch: the commit lifts it (our own agent: at once, with a

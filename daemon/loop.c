@@ -141,11 +141,12 @@ static void loop_housekeeping(struct daemon *d)
 	if (now - d->turn.housekeeping_usec < LOOP_TICK_MS * 1000u)
 		return;
 	d->turn.housekeeping_usec = now;
-	/* A child forked without our atfork handler (raw clone) has no pidfd:
-	 * only a failing ioctl tells us its mm is gone. */
+	/* Only a failing ioctl tells us an mm is gone when its process lives
+	 * on: an exec (its pidfd fires at exit only), or a child forked
+	 * without our atfork handler, which has no pidfd. */
 	for (t = d->targets; t; t = t->next)
-		if (t->pidfd_w.fd < 0 && !t->dead && !target_mm_alive(t))
-			target_kill(t, "mm gone");
+		if (!t->dead && !target_mm_alive(t))
+			target_kill(t, t->pidfd_w.fd < 0 ? "mm gone" : "exec'd");
 	for (t = d->targets; t; t = t->next)
 		target_tick(t, now / 1000);
 	if (!d->stop.active)
@@ -184,7 +185,7 @@ void loop_reap(struct daemon *d)
 {
 	struct target **pp = &d->targets, *t;
 
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		if (c->doomed && !c->dead)
 			conn_close(c, c->doomed);
 	while ((t = *pp)) {

@@ -31,6 +31,7 @@
 #include "persist/persist.h"
 #include "persist/fdstore.h"
 #include "keeper/keeper.h"
+#include "listen.h"
 #include "log.h"
 #include "pool.h"
 
@@ -186,42 +187,6 @@ static uint64_t mem_total_bytes(void)
 }
 
 /* Binds the control socket, refusing to steal it from a running daemon. */
-static int listen_socket(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)], *slash;
-	int fd, probe;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return log_error_errno(-errno, "Failed to create %s: %m", dir);
-	}
-	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (probe >= 0) {
-		int busy = connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-
-		close(probe);
-		if (busy)
-			return log_error_errno(-EADDRINUSE, "Another zswapd is listening on %s", path);
-	}
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return log_error_errno(-errno, "Failed to create socket: %m");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
-	    listen(fd, 128) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return log_error_errno(r, "Failed to listen on %s: %m", path);
-	}
-	return fd;
-}
-
 static int setup_listen(struct daemon *d)
 {
 	int n;
@@ -241,7 +206,7 @@ static int setup_listen(struct daemon *d)
 		fcntl(d->listen_w.fd, F_SETFL, fcntl(d->listen_w.fd, F_GETFL) | O_NONBLOCK);
 		fcntl(d->listen_w.fd, F_SETFD, FD_CLOEXEC);
 	} else {
-		d->listen_w.fd = listen_socket(d->cfg.socket);
+		d->listen_w.fd = listen_open(&d->cfg);
 		if (d->listen_w.fd < 0)
 			return d->listen_w.fd;
 	}
@@ -269,12 +234,13 @@ static void reload_config(struct daemon *d)
 	}
 	/* Compared with what the file said before, not with the running values,
 	 * which -s, $ZSWAP_SOCKET and --compressor may have overridden. */
-	if (strcmp(c.socket, old->socket) || c.pool.compressor != old->pool.compressor ||
+	if (strcmp(c.socket, old->socket) || c.socket_mode != old->socket_mode ||
+	    strcmp(c.socket_group, old->socket_group) || c.pool.compressor != old->pool.compressor ||
 	    c.agent.evict_batch_pages != old->agent.evict_batch_pages || c.mlock != old->mlock ||
 	    strcmp(c.swap.swap_file, old->swap.swap_file) || c.swap.swap_file_size != old->swap.swap_file_size ||
 	    c.nice != old->nice || c.pool.recompressor != old->pool.recompressor)
-		log_warning("SIGHUP: socket, compressor, recompressor, evict_batch_pages, mlock, nice "
-			    "and the swap file change only at restart");
+		log_warning("SIGHUP: the socket, compressor, recompressor, evict_batch_pages, mlock, "
+			    "nice and the swap file change only at restart");
 	d->file_cfg = c;
 	d->cfg.fault.fault_spin_usec = c.fault.fault_spin_usec;
 	d->cfg.fault.fault_idle_poll_ms = c.fault.fault_idle_poll_ms;
@@ -303,6 +269,7 @@ static void reload_config(struct daemon *d)
 	d->cfg.pool.accept_threshold_percent = c.pool.accept_threshold_percent;
 	d->cfg.pool.max_compressed_percent = c.pool.max_compressed_percent;
 	d->cfg.pool.store_incompressible = c.pool.store_incompressible;
+	d->cfg.users = c.users;
 	d->cfg.log_level = c.log_level;
 	log_set_level(c.log_level);
 	d->pool_limit.bytes = cfg_pool_limit(&d->cfg, mem_total_bytes());
@@ -462,7 +429,7 @@ static void daemon_teardown(struct daemon *d)
 {
 	for (struct target *t = d->targets; t; t = t->next)
 		target_kill(t, "zswapd exiting");
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		c->doomed = "zswapd exiting";
 	loop_reap(d);
 	group_free_all(d);

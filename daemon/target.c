@@ -22,14 +22,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "compat.h"
 #include "daemon.h"
+#include "identity.h"
 #include "idx.h"
 #include "log.h"
 #include "uffd.h"
@@ -90,9 +93,11 @@ static int target_alloc(struct daemon *d, int uffd,
 	t->d = d;
 	t->uffd_w.fd = uffd;
 	t->uffd_w.fn = uffd_ready;
+	t->uffd_w.urgent = true; /* its faults hold app threads */
 	t->pidfd_w.fd = -1;
 	t->pidfd_w.fn = target_pidfd_ready;
 	t->agent.staging_fd = -1;
+	t->ident.mem_fd = -1;
 	t->counts.started_usec = now_usec();
 	t->persist.key = ++d->persist.next_key;
 	r = idx_new(&t->idx);
@@ -151,34 +156,48 @@ static int target_name(struct target *t, pid_t pid, int pidfd)
 	return target_watch_pid(t, pidfd);
 }
 
-int target_set_pid(struct target *t, pid_t pid)
-{
-	int r = target_name(t, pid, -1);
+#define TARGET_STAGING_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 
-	/* A forked child, named by its first fault: its pidfd into the store. */
-	if (r == 0 && t->persist.journaled)
-		journal_target(t);
-	return r;
-}
-
-/* Maps staging memfd fd of pages slots: t's from here on, or closed. */
+/*
+ * Maps staging memfd fd of pages slots: t's from here on, or closed.  The
+ * process shares it read-write: sealed against shrinking (which would make
+ * our next touch a SIGBUS) and growing, and checked for both and for its
+ * size here, whoever made it.  One made by a zswapd before the seals could
+ * not be sealed afterwards: its size is checked, and the log says so.
+ */
 static int target_map_staging(struct target *t, int fd, uint32_t pages)
 {
 	/* The slots, then the page of veto bytes (ZS_STAGING_VETO). */
 	size_t len = ((size_t)pages + 1) * ZS_PAGE_SIZE;
+	struct stat st;
+	int seals, r;
 	void *p;
 
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || seals < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != len) {
+		r = -EBADFD;
+		goto fail;
+	}
+	if ((seals & TARGET_STAGING_SEALS) != TARGET_STAGING_SEALS &&
+	    fcntl(fd, F_ADD_SEALS, TARGET_STAGING_SEALS) < 0)
+		log_warning("pid %d: its staging, made by an older zswapd, cannot be sealed; "
+			    "it is until the process registers again", (int)t->pid);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
-		int r = -errno;
-
-		close(fd);
-		return r;
+		r = -errno;
+		goto fail;
 	}
 	t->agent.staging_fd = fd;
 	t->agent.staging = p;
 	t->agent.staging_pages = pages;
 	return 0;
+fail:
+	close(fd);
+	return r;
 }
 
 /* A staging area of its own for a shim: where its agent copies pages out. */
@@ -187,11 +206,11 @@ static int target_make_staging(struct target *t)
 	uint32_t pages = t->d->cfg.agent.evict_batch_pages;
 	int fd, r;
 
-	fd = memfd_create("zswapd-staging", MFD_CLOEXEC);
+	fd = memfd_create("zswapd-staging", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-
-	if (ftruncate(fd, (off_t)(((size_t)pages + 1) * ZS_PAGE_SIZE)) < 0) {
+	if (ftruncate(fd, (off_t)(((size_t)pages + 1) * ZS_PAGE_SIZE)) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, TARGET_STAGING_SEALS | F_SEAL_SEAL) < 0) {
 		close(fd);
 		return -errno;
 	}
@@ -253,14 +272,48 @@ int target_adopt(struct target *t, struct conn *c)
 	return 0;
 }
 
-int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t beacon,
+/*
+ * Whether uffd serves the mm of c's peer: a nonce written at the beacon
+ * through the uffd must read back through that process's /proc/PID/mem,
+ * which from then on is t's (reads through it stay with that mm).  The
+ * beacon must be empty; the shim empties it again once READY.
+ */
+static int target_prove(struct target *t, struct conn *c)
+{
+	uint8_t nonce[IDENTITY_NONCE_LEN];
+	int memfd, r;
+
+	memfd = identity_open_mem(c->cred.pid, c->pidfd);
+	if (memfd < 0)
+		return memfd;
+	r = identity_nonce(nonce);
+	if (r == 0)
+		r = identity_plant(t->uffd_w.fd, t->agent.beacon, nonce);
+	if (r == 0)
+		r = identity_check(memfd, t->agent.beacon, nonce);
+	if (r <= 0) {
+		close(memfd);
+		return r < 0 ? r : -EPERM;
+	}
+	t->ident.mem_fd = memfd;
+	return 0;
+}
+
+int target_new(struct daemon *d, struct conn *c, int uffd, uint64_t beacon,
 	       void (*uffd_ready)(struct daemon *, struct watch *, uint32_t),
 	       struct target **ret_target)
 {
+	pid_t pid = c->cred.pid;
 	uint64_t features = 0;
 	struct target *t;
-	int r;
+	int pidfd, r;
 
+	if (!uffd_is_uffd(uffd)) {
+		close(uffd);
+		d->st.denied++;
+		return log_warning_errno(-EBADF, "pid %d: what it sent as its uffd is not one, refusing",
+					 (int)pid);
+	}
 	r = uffd_api(uffd, TARGET_UFFD_FEATURES | target_survive_features(d), &features);
 	if (r < 0) {
 		close(uffd);
@@ -273,12 +326,23 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 	}
 	t->features = features;
 	t->agent.beacon = beacon;
+	t->uid = c->cred.uid;
 	r = target_register_beacon(t);
 	if (r < 0) {
 		log_warning_errno(r, "pid %d: cannot register beacon page: %m", (int)pid);
 		goto fail;
 	}
-	r = target_set_pid(t, pid);
+	r = target_prove(t, c);
+	if (r < 0) {
+		d->st.denied++;
+		log_warning_errno(r, "pid %d: the uffd it sent does not serve its own memory (%m), "
+				     "refusing", (int)pid);
+		goto fail;
+	}
+	pidfd = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
+	r = pidfd < 0 ? -errno : target_name(t, pid, pidfd);
+	if (r == 0 && t->persist.journaled)
+		journal_target(t);
 	if (r < 0)
 		goto fail;
 	r = target_adopt(t, c);
@@ -290,6 +354,54 @@ int target_new(struct daemon *d, struct conn *c, pid_t pid, int uffd, uint64_t b
 fail:
 	target_kill(t, "setup failed");
 	return r;
+}
+
+/*
+ * A forked child's beacon fault (its shim's, right after its hello):
+ * answered with a nonce only zswapd and the child's mm know, by which the
+ * child's connection proves it is the child's (target_claim).  -EAGAIN:
+ * the mm is changing, try again; -EEXIST: something is there already.
+ */
+int target_plant(struct target *t)
+{
+	int r = identity_nonce(t->ident.nonce);
+
+	if (r == 0)
+		r = identity_plant(t->uffd_w.fd, t->agent.beacon, t->ident.nonce);
+	t->ident.planted = r == 0;
+	return r;
+}
+
+/*
+ * Names unnamed forked child t after c's peer and connects them, if c is a
+ * forked child's hello of t's owner, accepted after t's fork, and its peer
+ * reads t's nonce at its beacon: then the peer's mm is the one t's uffd
+ * serves.  1 if claimed, 0 if not this pair, -errno if claimed but the
+ * connection could not be set up.
+ */
+int target_claim(struct target *t, struct conn *c)
+{
+	int memfd, pidfd, r;
+
+	if (t->pid || t->dead || !t->ident.planted || c->dead || c->target ||
+	    c->kind != CONN_SHIM || !(c->hello_flags & ZS_HELLO_FORKED) ||
+	    c->cred.uid != t->uid || c->seq <= t->ident.born_conn_seq)
+		return 0;
+	memfd = identity_open_mem(c->cred.pid, c->pidfd);
+	if (memfd < 0)
+		return 0;
+	if (identity_check(memfd, t->agent.beacon, t->ident.nonce) <= 0) {
+		close(memfd);
+		return 0;
+	}
+	t->ident.mem_fd = memfd;
+	pidfd = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
+	r = pidfd < 0 ? -errno : target_name(t, c->cred.pid, pidfd);
+	if (r == 0 && t->persist.journaled)
+		journal_target(t); /* its pidfd into the store */
+	if (r == 0)
+		r = target_adopt(t, c);
+	return r < 0 ? r : 1;
 }
 
 static int target_copy_one(uint64_t pgno, void *val, void *arg)
@@ -322,6 +434,8 @@ int target_new_child(struct target *parent, int uffd, struct target **ret_child)
 		return r;
 	}
 	child->forked = true;
+	child->uid = parent->uid; /* its owner's, who may act on it */
+	child->ident.born_conn_seq = parent->d->conns.seq;
 	child->features = parent->features;
 	child->agent.beacon = parent->agent.beacon;
 	memcpy(child->agent.excl, parent->agent.excl, sizeof(child->agent.excl));
@@ -368,6 +482,9 @@ int target_take_over(struct daemon *d, int uffd, uint64_t features, pid_t pid, i
 		r = target_name(t, pid, pidfd);
 	else if (pidfd >= 0)
 		close(pidfd);
+	/* Trusted (our image, our journal): the mm is the one the pid has now. */
+	if (r == 0 && pid)
+		t->ident.mem_fd = identity_open_mem(pid, t->pidfd_w.fd);
 	if (r < 0) {
 		target_kill(t, "handover failed");
 		return r;
@@ -505,18 +622,78 @@ struct target *target_by_pid(struct daemon *d, pid_t pid)
  * then length, written by the agent while we read, so the length (stored
  * last, with release) is what says the start is valid.
  */
-uint64_t target_scratch(const struct target *t, uint64_t *ret_start)
+/*
+ * Whether [start, start + len) lies in one private anonymous read-write
+ * mapping of t's, by /proc/PID/maps: the only kind of memory an agent's
+ * scratch may be, since zswapd reads its slots (evict_read_scratch()).
+ */
+static bool target_scratch_valid(struct target *t, uint64_t start, uint64_t len)
+{
+	char path[64], *maps = NULL, *line;
+	size_t n;
+	bool ok = false;
+
+	if (start % ZS_PAGE_SIZE || len % ZS_PAGE_SIZE || len < (uint64_t)t->agent.staging_pages * ZS_PAGE_SIZE ||
+	    start + len < start)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	if (read_full_file(path, &maps, &n) < 0)
+		return false;
+	for (line = maps; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		unsigned long long lo, hi, off, inode;
+		char perms[8];
+		int pathpos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu%n", &lo, &hi, perms, &off, &inode,
+			   &pathpos) < 5)
+			continue;
+		while (line[pathpos] == ' ')
+			pathpos++;
+		if (start < lo || start >= hi)
+			continue;
+		ok = start + len <= hi && strcmp(perms, "rw-p") == 0 && inode == 0 &&
+		     (line[pathpos] == '\n' || line[pathpos] == '\0' ||
+		      strncmp(line + pathpos, "[anon", 5) == 0);
+		break;
+	}
+	free(maps);
+	/* Alive after reading: the maps were of the mm we serve, not of an exec'd image. */
+	return ok && target_mm_alive(t);
+}
+
+/*
+ * The scratch area the agent published once, checked once: later changes
+ * of the words are not looked at.  One that is not its own private memory
+ * is a misbehaving agent: its connection goes, and its pages are served on.
+ */
+uint64_t target_scratch(struct target *t, uint64_t *ret_start)
 {
 	const volatile uint64_t *pub;
-	uint64_t len;
+	uint64_t start, len;
 
-	if (!t->agent.staging)
+	if (!t->agent.staging || t->dead)
 		return 0;
-	pub = ZS_STAGING_SCRATCH(t->agent.staging, t->agent.staging_pages);
-	len = __atomic_load_n(&pub[1], __ATOMIC_ACQUIRE);
+	if (!t->agent.scratch_len) {
+		pub = ZS_STAGING_SCRATCH(t->agent.staging, t->agent.staging_pages);
+		len = __atomic_load_n(&pub[1], __ATOMIC_ACQUIRE);
+		start = __atomic_load_n(&pub[0], __ATOMIC_RELAXED);
+		if (!len)
+			return 0;
+		if (!target_scratch_valid(t, start, len)) {
+			t->d->st.denied++;
+			log_warning("pid %d: its agent's scratch area %#llx+%llu is not its own "
+				    "private memory; no more evictions", (int)t->pid,
+				    (unsigned long long)start, (unsigned long long)len);
+			if (t->conn)
+				t->conn->doomed = "agent scratch refused";
+			return 0;
+		}
+		t->agent.scratch_start = start;
+		t->agent.scratch_len = len;
+	}
 	if (ret_start)
-		*ret_start = __atomic_load_n(&pub[0], __ATOMIC_RELAXED);
-	return len;
+		*ret_start = t->agent.scratch_start;
+	return t->agent.scratch_len;
 }
 
 bool target_mm_alive(struct target *t)
@@ -599,6 +776,8 @@ void target_free(struct target *t)
 		munmap(t->agent.staging, ((size_t)t->agent.staging_pages + 1) * ZS_PAGE_SIZE);
 	if (t->agent.staging_fd >= 0)
 		close(t->agent.staging_fd);
+	if (t->ident.mem_fd >= 0)
+		close(t->ident.mem_fd);
 	idx_free(t->idx, target_drop_entry, d);
 	free(t->layout.vmas);
 	free(t->layout.maps);

@@ -4,8 +4,12 @@
  * holds the contract).  Knows nothing of targets or the daemon.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "comp.h"
@@ -100,12 +104,41 @@ int uffd_poison(int fd, uint64_t addr)
 	return uffd_ioctl(fd, UFFDIO_POISON, &p);
 }
 
+/*
+ * The uffd is shared with the process it serves, which may clear
+ * O_NONBLOCK on it (the flag is the open file's, and it holds a copy): a
+ * plain read would then block the daemon, every served process with it.
+ * RWF_NOWAIT asks for a read that never blocks, whatever the flag says.
+ * A kernel whose userfaultfd does not take it (EOPNOTSUPP) gets the flag
+ * set again before each read, which narrows the window to a race; such
+ * kernels are named in zswapd(8).
+ */
+static bool uffd_nowait_unsupported;
+
+static ssize_t uffd_read_nowait(int fd, void *buf, size_t len)
+{
+	struct iovec iov = { buf, len };
+	ssize_t n;
+	int fl;
+
+	if (!__atomic_load_n(&uffd_nowait_unsupported, __ATOMIC_RELAXED)) {
+		n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+		if (n >= 0 || errno != EOPNOTSUPP)
+			return n;
+		__atomic_store_n(&uffd_nowait_unsupported, true, __ATOMIC_RELAXED);
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -1;
+	return read(fd, buf, len);
+}
+
 ssize_t uffd_read_msgs(int fd, struct uffd_msg *msgs, size_t max)
 {
 	ssize_t n;
 
 	do
-		n = read(fd, msgs, max * sizeof(*msgs));
+		n = uffd_read_nowait(fd, msgs, max * sizeof(*msgs));
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
@@ -140,4 +173,22 @@ void uffd_wake_all(int fd)
 	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++)
 		if (uffd_wake(fd, low, tops[i] - ZS_PAGE_SIZE - low) == 0)
 			return;
+}
+
+/*
+ * Whether fd is a userfaultfd: a process registering hands us one, and
+ * anything else (a pipe, a socket, a FIFO whose read would block) is
+ * refused before zswapd reads or ioctls it.
+ */
+bool uffd_is_uffd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
 }

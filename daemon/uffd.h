@@ -43,8 +43,11 @@ int uffd_zeropage(int fd, uint64_t addr);
 int uffd_writeprotect(int fd, uint64_t addr, uint64_t len, bool protect);
 /* Marks one page poisoned: its next access is SIGBUS, as for a memory error. */
 int uffd_poison(int fd, uint64_t addr);
+/* Whether fd is a userfaultfd at all (readlink of its /proc/self/fd entry). */
+bool uffd_is_uffd(int fd);
 /*
- * Reads up to max messages from a non-blocking uffd.  Returns how many, 0
+ * Reads up to max messages from a uffd, never blocking, whatever its
+ * O_NONBLOCK flag (which the served process may clear).  Returns how many, 0
  * when there are none now (EAGAIN), -errno on failure, -EIO on a read that
  * is not a whole number of messages.
  */

@@ -201,12 +201,15 @@ int proc_page_present(pid_t pid, uint64_t addr)
  * registered range is EIO at once, where process_vm_readv would wait on a
  * fault that only we can serve.
  */
-int proc_mem_read_page(pid_t pid, uint64_t addr, void *buf)
+int proc_mem_read_page(int memfd, uint64_t addr, void *buf)
 {
-	ssize_t n = proc_pread(pid, "mem", buf, ZS_PAGE_SIZE, (off_t)addr);
+	ssize_t n;
 
+	if (memfd < 0)
+		return -ESRCH;
+	n = pread(memfd, buf, ZS_PAGE_SIZE, (off_t)addr);
 	if (n != (ssize_t)ZS_PAGE_SIZE)
-		return n < 0 ? (int)n : -EIO;
+		return n < 0 ? -errno : -EIO;
 	return 0;
 }
 

@@ -31,11 +31,20 @@ int watch_wait(int epfd, struct epoll_event *evs, int max, uint64_t timeout_usec
 	return n < 0 ? -errno : n;
 }
 
+/*
+ * Two passes: a thread waits in every fault an urgent watch (a uffd) has,
+ * and must not wait behind a control request that came in the same wait.
+ * A handler may close what a later event of the same wait names: the
+ * owners mark themselves dead and free only at the end of the turn.
+ */
 void watch_dispatch(struct daemon *d, const struct epoll_event *evs, int n)
 {
-	for (int i = 0; i < n; i++) {
-		struct watch *w = evs[i].data.ptr;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			struct watch *w = evs[i].data.ptr;
 
-		w->fn(d, w, evs[i].events);
+			if (w->urgent == (pass == 0))
+				w->fn(d, w, evs[i].events);
+		}
 	}
 }

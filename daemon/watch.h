@@ -8,6 +8,7 @@
 #ifndef ZSWAPD_WATCH_H
 #define ZSWAPD_WATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 
@@ -17,6 +18,7 @@ struct daemon;
 struct watch {
 	int fd;
 	void (*fn)(struct daemon *d, struct watch *w, uint32_t events);
+	bool urgent; /* dispatched before the others of the same wait */
 };
 
 /* The struct a watch is embedded in, from the watch's address. */
@@ -30,7 +32,7 @@ void watch_del(int epfd, struct watch *w);
  * -errno (-EINTR when a signal came).  A timeout of 0 polls.
  */
 int watch_wait(int epfd, struct epoll_event *evs, int max, uint64_t timeout_usec);
-/* Calls the handler of each event returned by watch_wait(). */
+/* Calls the handler of each event returned by watch_wait(), the urgent ones first. */
 void watch_dispatch(struct daemon *d, const struct epoll_event *evs, int n);
 
 #endif

@@ -553,6 +553,16 @@ static unsigned wb_read_align(int fd)
 	return stx.stx_dio_offset_align;
 }
 
+/* Made anew (O_EXCL), or an existing one never through a symlink. */
+static int wb_open_file(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
 int wb_open(struct daemon *d)
 {
 	const char *path = d->cfg.swap.swap_file;
@@ -567,15 +577,21 @@ int wb_open(struct daemon *d)
 	if (!wb)
 		return -ENOMEM;
 	/* An upgrade hands its descriptor on: the file holds pages (handover_load.c). */
-	wb->fd = d->upgrade.kept_swap_fd >= 0 ? d->upgrade.kept_swap_fd
-				      : open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	wb->fd = d->upgrade.kept_swap_fd >= 0 ? d->upgrade.kept_swap_fd : wb_open_file(path);
 	d->upgrade.kept_swap_fd = -1;
 	if (wb->fd < 0) {
-		r = log_error_errno(-errno, "Failed to open swap file %s: %m", path);
+		r = log_error_errno(wb->fd, "Failed to open swap file %s: %m", path);
 		goto fail_free;
 	}
-	if (fstat(wb->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = log_error_errno(-EINVAL, "Swap file %s is not a regular file", path);
+	/*
+	 * Ours, and ours alone: a file someone else made there (another
+	 * user's, or a second name of a file of root's, a hard link) would be
+	 * overwritten with other processes' memory.
+	 */
+	if (fstat(wb->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_nlink != 1) {
+		r = log_error_errno(-EPERM, "Swap file %s is not a regular file of uid %u with "
+					    "one name; refusing it", path, (unsigned)geteuid());
 		goto fail_close;
 	}
 	fchmod(wb->fd, 0600);

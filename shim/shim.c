@@ -213,7 +213,16 @@ static int shim_register(void)
 		r = shim_map_staging(fds[0]);
 		close(fds[0]);
 	}
-	return shim_publish_uffd(uffd, r);
+	r = shim_publish_uffd(uffd, r);
+	/*
+	 * zswapd proved the uffd ours by a nonce it wrote in the beacon
+	 * through it and read back through our /proc/PID/mem: empty it again,
+	 * for our children to name themselves by (shim_register_child).  Once
+	 * we hold our uffd, as there: the REMOVE event waits to be read.
+	 */
+	if (r == 0)
+		madvise(shim.beacon, SHIM_PAGE, MADV_DONTNEED);
+	return r;
 }
 
 /* In a forked child: get our own uffd (which zswapd holds) and staging. */

@@ -14,7 +14,8 @@
  * (src/core/manager.c, manager_dispatch_notify_fd; src/core/service.c,
  * service_notify_message and the fd store):
  *
- *  - NOTIFY_SOCKET is an abstract AF_UNIX datagram socket with SO_PASSCRED.
+ *  - NOTIFY_SOCKET is an AF_UNIX datagram socket with SO_PASSCRED, in a
+ *    directory only root may enter.
  *    A datagram is read only if its SCM_CREDENTIALS name the running child
  *    (NotifyAccess=main); one refused, truncated (MSG_CTRUNC, MSG_TRUNC,
  *    over 4096 bytes) or holding a NUL has its descriptors closed, and so do
@@ -107,7 +108,8 @@ struct keeper {
 	char *const *argv;
 	int ready_fd; /* written and closed at the first READY=1, -1 then */
 	int epfd, sig_fd, notify_fd, timer_fd;
-	char notify_env[64]; /* NOTIFY_SOCKET=@zswapd-keeper-<our pid> */
+	char notify_dir[64];  /* private (0700) directory of the socket, "" if none */
+	char notify_env[128]; /* NOTIFY_SOCKET=<notify_dir>/notify */
 	struct keeper_store store;
 	pid_t child;	  /* 0 while none runs */
 	uint64_t child_start_usec;
@@ -732,20 +734,28 @@ static int keeper_watch_in(struct keeper *k, int fd)
 	return epoll_ctl(k->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/*
+ * NOTIFY_SOCKET is a path in a directory of our own, mode 0700: an
+ * abstract name would be anyone's to bind first, or once we are gone, and
+ * zswapd sends every served process's uffd there.
+ */
 static int keeper_notify_open(struct keeper *k)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int one = 1, rcvbuf = KEEPER_RCVBUF, n;
+	int one = 1, rcvbuf = KEEPER_RCVBUF;
 
+	snprintf(k->notify_dir, sizeof(k->notify_dir), "%s/zswapd-keeper.XXXXXX",
+		 access("/run", W_OK) == 0 ? "/run" : "/tmp");
+	if (!mkdtemp(k->notify_dir)) {
+		k->notify_dir[0] = '\0';
+		return -errno;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", k->notify_dir);
+	snprintf(k->notify_env, sizeof(k->notify_env), "NOTIFY_SOCKET=%s", sa.sun_path);
 	k->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (k->notify_fd < 0)
 		return -errno;
-	/* Abstract: nothing to unlink, and gone with us. */
-	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "zswapd-keeper-%d", (int)getpid());
-	snprintf(k->notify_env, sizeof(k->notify_env), "NOTIFY_SOCKET=@zswapd-keeper-%d",
-		 (int)getpid());
-	if (bind(k->notify_fd, (struct sockaddr *)&sa,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0 ||
+	if (bind(k->notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    setsockopt(k->notify_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
 		return -errno;
 	/* Many FDSTORE=1 datagrams at once (one per client) must not block the daemon. */
@@ -802,6 +812,13 @@ static void keeper_teardown(struct keeper *k)
 		close(k->ready_fd);
 	if (k->notify_fd >= 0)
 		close(k->notify_fd);
+	if (k->notify_dir[0]) {
+		char path[sizeof(k->notify_dir) + 8];
+
+		snprintf(path, sizeof(path), "%s/notify", k->notify_dir);
+		unlink(path);
+		rmdir(k->notify_dir);
+	}
 	if (k->timer_fd >= 0)
 		close(k->timer_fd);
 	if (k->sig_fd >= 0)

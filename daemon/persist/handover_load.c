@@ -422,7 +422,7 @@ static void ho_answer_upgrade(struct daemon *d, uint32_t processes, uint64_t pag
 	struct zs_upgrade_reply rep = { .pages = pages, .processes = processes,
 					.msec = (uint32_t)msec };
 
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		if (c->upgrade_waiting) {
 			c->upgrade_waiting = false;
 			proto_send(c->w.fd, ZS_UPGRADE_REPLY, c->upgrade_seq, &rep, sizeof(rep), NULL, 0);

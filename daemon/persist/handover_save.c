@@ -277,7 +277,7 @@ static uint32_t ho_save_conns(struct daemon *d, struct ho_out *o)
 {
 	uint32_t n = 0;
 
-	for (struct conn *c = d->conns; c; c = c->next) {
+	for (struct conn *c = d->conns.list; c; c = c->next) {
 		struct ho_conn hc = { .fd = c->w.fd, .kind = c->kind, .hello_flags = c->hello_flags,
 				      .target = c->target ? ho_target_index(d, c->target) : -1,
 				      .upgrade_waiting = c->upgrade_waiting,
@@ -311,7 +311,7 @@ static void ho_keep_fds(struct daemon *d, int flags)
 		ho_keep_fd(t->pidfd_w.fd, flags);
 		ho_keep_fd(t->agent.staging_fd, flags);
 	}
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		if (ho_conn_kept(c))
 			ho_keep_fd(c->w.fd, flags);
 }

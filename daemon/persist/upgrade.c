@@ -79,7 +79,7 @@ static bool upgrade_versions_ok(const char *out)
 /* Tells each zswapctl waiting for the upgrade that it is off, and why. */
 static void upgrade_answer_waiters(struct daemon *d, int err, const char *why)
 {
-	for (struct conn *c = d->conns; c; c = c->next)
+	for (struct conn *c = d->conns.list; c; c = c->next)
 		if (c->upgrade_waiting && !c->dead) {
 			c->upgrade_waiting = false;
 			proto_send_error(c->w.fd, c->upgrade_seq, err, why);

@@ -90,6 +90,14 @@ int main(int argc, char **argv)
 		{ .pid = 4243, .comm = "memtest" },
 	};
 	struct zs_hello hello = { 4242, 0 }, hello_forked = { 4243, ZS_HELLO_FORKED };
+	/* What tests/integration/hostile.c sends: a pid that is not the
+	 * sender's (a stale connection's, a container's own), an agent with no
+	 * excluded range, every run of a batch said vanished, or more pages
+	 * taken than the run had. */
+	struct zs_hello hello_other = { 1, 0 }, hello_forked_other = { 1, ZS_HELLO_FORKED };
+	struct zs_agent agent_bare = { 1, 0 };
+	struct zs_evict_done done_vanished = { 8, 2, 0 }, done_over = { 9, 1, 0 };
+	int32_t result_vanished[2] = { -EFAULT, -EFAULT }, result_over[1] = { 99999 };
 	struct zs_uffd uffd = { 0x7f0000022000 };
 	struct zs_ready ready = { 256, 4096, 0, 0 };
 	struct zs_reclaim reclaim = { 4242, 0, 192u << 20 };
@@ -134,6 +142,13 @@ int main(int argc, char **argv)
 	put("group-reply", ZS_GROUP_REPLY, &group_reply, sizeof(group_reply));
 	put("groups", ZS_GROUPS, NULL, 0);
 	put("groups-reply", ZS_GROUPS_REPLY, groups_reply, sizeof(groups_reply));
+	put("hello-other-pid", ZS_HELLO, &hello_other, sizeof(hello_other));
+	put("hello-forked-other-pid", ZS_HELLO, &hello_forked_other, sizeof(hello_forked_other));
+	put("agent-bare", ZS_AGENT, &agent_bare, sizeof(agent_bare));
+	put2("evict-done-vanished", ZS_EVICT_DONE, &done_vanished, sizeof(done_vanished),
+	     result_vanished, sizeof(result_vanished));
+	put2("evict-done-over", ZS_EVICT_DONE, &done_over, sizeof(done_over), result_over,
+	     sizeof(result_over));
 	/* the message's NUL is the payload's last byte, as proto_send_error() sends it */
 	put2("error", ZS_ERROR, &error, sizeof(error), error_msg, sizeof(error_msg));
 	return failed;

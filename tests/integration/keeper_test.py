@@ -336,8 +336,14 @@ class Test:
            "but --supervise, with -f", repr(h["args"]))
         c_(all(h["env"][k] is None for k in ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")),
            "nothing stored: LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES unset", repr(h["env"]))
-        c_((h["env"]["NOTIFY_SOCKET"] or "").startswith("@zswapd-keeper-"),
-           "NOTIFY_SOCKET is the keeper's abstract socket", repr(h["env"]["NOTIFY_SOCKET"]))
+        ns = h["env"]["NOTIFY_SOCKET"] or ""
+        d = os.path.dirname(ns)
+        st = os.lstat(d) if d.startswith(("/run/zswapd-keeper.", "/tmp/zswapd-keeper.")) \
+            else None
+        c_(st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and
+           stat.S_IMODE(st.st_mode) == 0o700,
+           "NOTIFY_SOCKET is a path in a directory of the keeper's that no one else may enter "
+           "(an abstract name is anyone's to bind first)", repr(ns))
         want = sorted(int(s) for s in FORWARDED)
         c_(all(s in h["blocked"] for s in want) and int(signal.SIGCHLD) not in h["blocked"],
            "the child starts with SIGTERM, SIGINT, SIGHUP, SIGUSR2 blocked", repr(h["blocked"]))

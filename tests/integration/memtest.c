@@ -976,6 +976,31 @@ static void evicted_then_wait(void)
 	wait_usr1();
 }
 
+/*
+ * MEMTEST_SHUTDOWN_ZSWAPD: the process ends its connection to zswapd as a
+ * program that closes every descriptor it did not open would, its memory
+ * still served (zswapd keeps a copy of its uffd): shutdown(), since its
+ * agent thread waits in a read of it.
+ */
+static void shutdown_zswapd(void)
+{
+	const char *want = getenv("ZSWAP_SOCKET");
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	while (dir && want && (de = readdir(dir))) {
+		struct sockaddr_un sa;
+		socklen_t len = sizeof(sa);
+		int fd = atoi(de->d_name);
+
+		if (fd > 2 && getpeername(fd, (struct sockaddr *)&sa, &len) == 0 &&
+		    sa.sun_family == AF_UNIX && strcmp(sa.sun_path, want) == 0)
+			shutdown(fd, SHUT_RDWR);
+	}
+	if (dir)
+		closedir(dir);
+}
+
 /* Evicts, says so, waits for the test to stop (or kill) zswapd, then verifies. */
 static int t_wait_signal(int argc, char **argv)
 {
@@ -989,6 +1014,8 @@ static int t_wait_signal(int argc, char **argv)
 	/* A hole in a registered chunk: after the daemon is gone, touching it
 	 * must not hang. */
 	madvise(m, PAGE, MADV_DONTNEED);
+	if (getenv("MEMTEST_SHUTDOWN_ZSWAPD"))
+		shutdown_zswapd();
 	evicted_then_wait();
 	if (strcmp(argv[1], "fork-then-touch") == 0) {
 		/* zswapd is gone: a child forked now must not read zeros either.

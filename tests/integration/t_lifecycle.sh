@@ -186,8 +186,9 @@ t_socket_activation() {
 }
 
 t_bad_clients() {
-	# Garbage, truncated and out-of-order messages, a HELLO for someone
-	# else's pid, a silent client: each is dropped, the daemon serves on.
+	# Garbage, truncated and out-of-order messages, a HELLO naming someone
+	# else's pid (taken as the sender's own), a pipe sent as a uffd
+	# (denied), a silent client: each is dropped, the daemon serves on.
 	"$B/tests/badclient" "$ZSWAP_SOCKET"
 	[ "$(stat_of proto_errors)" -ge 3 ]
 	[ "$(stat_of denied)" -ge 1 ]

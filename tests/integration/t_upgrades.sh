@@ -218,6 +218,9 @@ t_upgrade_v1() {
 	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd"
 	zswapd_bin() { "$TMP/bin/zswapd" "$@"; }
 	local dp a b k before after
+	# That build knows no socket_mode (its socket is open to all anyway).
+	cp "$TMP/zswapd.conf.base" "$TMP/v1.conf.base"
+	grep -v '^socket_mode' "$TMP/v1.conf.base" >"$TMP/zswapd.conf.base"
 	upgrade_setup v1
 	upgrade_to_new 1
 	"$CTL" stats >"$TMP/v1.after"
@@ -231,7 +234,7 @@ t_upgrade_v1() {
 	# From here on this binary's pool is a memfd: the next upgrade hands it over.
 	upgrade_to_new 2
 	[ "$(arena_of "$dp" | cut -d' ' -f1)" = 1 ]
-	# Back to the old build is refused: it cannot read version 2.
+	# Back to the old build is refused: it cannot read this binary's image.
 	cp "$TMP/v1/build/zswapd" "$TMP/bin/zswapd.new" && mv "$TMP/bin/zswapd.new" "$TMP/bin/zswapd"
 	refute "$CTL" upgrade 2>"$TMP/v1_refused.err"
 	grep -q "cannot take over" "$TMP/v1_refused.err"
@@ -241,6 +244,7 @@ t_upgrade_v1() {
 	wait $b
 	cat "$TMP/v1_a.out" "$TMP/v1_b.out"
 	stop_daemon
+	cp "$TMP/v1.conf.base" "$TMP/zswapd.conf.base"
 	cp "$TMP/zswapd.conf.base" "$TMP/zswapd.conf"
 	zswapd_bin() { "$B/zswapd" "$@"; }
 	start_daemon

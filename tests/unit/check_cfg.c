@@ -19,7 +19,7 @@
 #include "log.h"
 
 #define SAMPLE_CONF "conf/zswapd.conf"
-#define NKEYS 32 /* fields of struct cfg, one key each */
+#define NKEYS 37 /* fields of struct cfg, one key each */
 
 static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 {
@@ -53,6 +53,11 @@ static void assert_cfg_eq(const struct cfg *a, const struct cfg *b)
 	ck_assert_uint_eq(a->policy.cgroup_headroom_percent, b->policy.cgroup_headroom_percent);
 	ck_assert_uint_eq(a->policy.pressure_stall_ms, b->policy.pressure_stall_ms);
 	ck_assert_int_eq(a->nice, b->nice);
+	ck_assert_uint_eq(a->socket_mode, b->socket_mode);
+	ck_assert_str_eq(a->socket_group, b->socket_group);
+	ck_assert_uint_eq(a->users.max_connections_per_user, b->users.max_connections_per_user);
+	ck_assert_uint_eq(a->users.max_processes_per_user, b->users.max_processes_per_user);
+	ck_assert_uint_eq(a->users.max_pool_percent_per_user, b->users.max_pool_percent_per_user);
 }
 
 /* A configuration where every field differs from the defaults. */
@@ -85,7 +90,12 @@ static const char nondefault_text[] = "socket = /tmp/other.sock\n"
 				      "follow_cgroup_limits = no\n"
 				      "cgroup_headroom_percent = 25\n"
 				      "pressure_stall_ms = 500\n"
-				      "nice = 5\n";
+				      "nice = 5\n"
+				      "socket_mode = 0600\n"
+				      "socket_group = wheel\n"
+				      "max_connections_per_user = 8\n"
+				      "max_processes_per_user = 16\n"
+				      "max_pool_percent_per_user = 100\n";
 
 static void nondefault(struct cfg *c)
 {
@@ -185,6 +195,30 @@ START_TEST(test_nondefault_differs)
 	ck_assert_uint_ne(c.policy.cgroup_headroom_percent, d.policy.cgroup_headroom_percent);
 	ck_assert_uint_ne(c.policy.pressure_stall_ms, d.policy.pressure_stall_ms);
 	ck_assert_int_ne(c.nice, d.nice);
+}
+END_TEST
+
+/* Octal modes and group names: what they take, and a clear refusal of the rest. */
+START_TEST(test_socket_access)
+{
+	static const char *const bad[] = { "socket_mode = 666\n", "socket_mode = 0888\n",
+					   "socket_mode = 01777\n", "socket_mode = 0x1ff\n",
+					   "socket_group = a b\n", "socket_group = ../x\n",
+					   "max_pool_percent_per_user = 0\n",
+					   "max_connections_per_user = 0\n" };
+	struct cfg c = parse_ok("socket_mode = 0666\nsocket_group = zswapd-users\n");
+	char err[256];
+
+	ck_assert_uint_eq(c.socket_mode, 0666);
+	ck_assert_str_eq(c.socket_group, "zswapd-users");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cfg before = c;
+
+		err[0] = '\0';
+		ck_assert_msg(cfg_parse_text(&c, bad[i], "f", err, sizeof(err)) < 0, "%s", bad[i]);
+		ck_assert_msg(strncmp(err, "f:1:", 4) == 0, "%s: %s", bad[i], err);
+		assert_cfg_eq(&c, &before);
+	}
 }
 END_TEST
 
@@ -710,6 +744,7 @@ static Suite *cfg_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_nondefault_differs);
 	tcase_add_test(tc, test_socket);
+	tcase_add_test(tc, test_socket_access);
 	tcase_add_test(tc, test_compressor);
 	tcase_add_test(tc, test_percent_bounds);
 	tcase_add_test(tc, test_pool_bytes);
