@@ -71,9 +71,10 @@ int listen_open(const struct cfg *cfg)
 	r = listen_dir(path);
 	if (r < 0)
 		return r;
-	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a listener whose backlog is full says EAGAIN, not a wait. */
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (probe >= 0) {
-		int busy = connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		int busy = connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
 
 		close(probe);
 		if (busy)

@@ -49,6 +49,16 @@ cleanup() {
 	fi
 	[ -s "$TMP/dpid" ] && kill -KILL "$(cat "$TMP/dpid")" 2>/dev/null
 	mountpoint -q "$TMP/tiny" 2>/dev/null && umount "$TMP/tiny"
+	# The private directories of NOTIFY_SOCKET of keepers killed here
+	# (SIGKILL leaves no time to remove them): those no keeper listens on.
+	for k in /run/zswapd-keeper.* /tmp/zswapd-keeper.*; do
+		[ -S "$k/notify" ] && python3 -c 'import socket, sys
+try:
+	socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).connect(sys.argv[1])
+except ConnectionRefusedError:
+	sys.exit(0)
+sys.exit(1)' "$k/notify" 2>/dev/null && rm -rf "$k"
+	done
 	# KEEP_TMP=1: the logs stay, for a look after a failure.
 	if [ -n "${KEEP_TMP:-}" ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
 }
@@ -67,7 +77,8 @@ start_daemon() {
 	rm -f "$TMP/daemon.rc" "$TMP/dpid"
 	( set +e; zswapd_bin -f -c "$TMP/zswapd.conf" "$@" 2>>"$TMP/daemon.log"; echo $? >"$TMP/daemon.rc" ) &
 	wrapper=$!
-	for _ in $(seq 200); do
+	# 30 s: well over a start (tens of ms), for a machine that stalls.
+	for _ in $(seq 600); do
 		p=$(pgrep -P "$wrapper" -x zswapd)
 		if [ -n "$p" ] && [ -S "$ZSWAP_SOCKET" ] && "$CTL" stats >/dev/null 2>&1; then
 			echo "$p" >"$TMP/dpid"
@@ -77,6 +88,7 @@ start_daemon() {
 		sleep 0.05
 	done
 	log "zswapd did not start:"; cat "$TMP/daemon.log" >&2
+	ps -o pid,ppid,stat,wchan:24,etime,args -C zswapd >&2
 	return 1
 }
 
