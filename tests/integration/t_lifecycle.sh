@@ -119,6 +119,11 @@ t_systemd_units() {
 		tee "$TMP/verify.out"
 	if grep -v "^$" "$TMP/verify.out" |
 		grep -qv "Cannot add dependency job\|Failed to load\|not running as"; then false; fi
+	# Least privilege as shipped: who may connect, and the calls zswapd never makes.
+	grep -q "^SocketMode=0660$" "$TMP/units/zswapd.socket"
+	grep -q "^SocketGroup=zswapd$" "$TMP/units/zswapd.socket"
+	grep -q "^SystemCallFilter=~.*@debug" "$TMP/units/zswapd.service"
+	grep -q "^SystemCallFilter=~.*process_vm_writev.*open_by_handle_at" "$TMP/units/zswapd.service"
 }
 
 t_make_install() {
