@@ -89,6 +89,8 @@ start_daemon() {
 	done
 	log "zswapd did not start:"; cat "$TMP/daemon.log" >&2
 	ps -o pid,ppid,stat,wchan:24,etime,args -C zswapd >&2
+	# Not left to listen unrecorded: every later start would find it there.
+	p=$(pgrep -P "$wrapper" -x zswapd) && kill -KILL $p 2>/dev/null
 	return 1
 }
 
