@@ -304,18 +304,18 @@ struct victim {
 	int out; /* its stdout */
 };
 
+/* The rest of our environment goes along (a sanitizer's options, say). */
 static void victim_run(void *arg)
 {
 	const struct victim *v = arg;
-	char env_preload[4200], env_sock[4200];
-	char *envp[] = { env_preload, env_sock, "MEMTEST_SHUTDOWN_ZSWAPD=1", NULL };
 
-	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", v->shim);
-	snprintf(env_sock, sizeof(env_sock), "ZSWAP_SOCKET=%s", sock_path);
+	if (setenv("LD_PRELOAD", v->shim, 1) || setenv("ZSWAP_SOCKET", sock_path, 1) ||
+	    setenv("MEMTEST_SHUTDOWN_ZSWAPD", "1", 1))
+		_exit(126);
 	dup2(v->out, 1);
 	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 		_exit(126);
-	execle(v->memtest, "memtest", "wait-signal", "16", (char *)NULL, envp);
+	execl(v->memtest, "memtest", "wait-signal", "16", (char *)NULL);
 	_exit(127);
 }
 
@@ -698,6 +698,10 @@ static int t_conn_flood(int argc, char **argv)
 	}
 	say("connections: %d answered, %d refused or closed", open_, refused);
 	printf("answered %d\n", open_);
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
 	return HELD;
 }
 
@@ -709,7 +713,7 @@ static int t_conn_flood(int argc, char **argv)
  */
 struct flood {
 	int fd;
-	volatile bool *stop;
+	bool *stop;
 	uint64_t sent, answered;
 };
 
@@ -718,7 +722,7 @@ static void *flood_send(void *arg)
 	struct flood *f = arg;
 	struct zs_hdr h = { .magic = ZS_MAGIC, .version = ZS_VERSION, .type = ZS_STATS };
 
-	while (!*f->stop) {
+	while (!__atomic_load_n(f->stop, __ATOMIC_RELAXED)) {
 		if (send(f->fd, &h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h))
 			f->sent++;
 		else if (errno != EAGAIN && errno != EINTR)
@@ -730,9 +734,9 @@ static void *flood_send(void *arg)
 static void *flood_read(void *arg)
 {
 	struct flood *f = arg;
-	static char buf[ZS_MSG_MAX];
+	char buf[ZS_MSG_MAX];
 
-	while (!*f->stop) {
+	while (!__atomic_load_n(f->stop, __ATOMIC_RELAXED)) {
 		ssize_t n = recv(f->fd, buf, sizeof(buf), 0);
 
 		if (n > 0)
@@ -746,7 +750,7 @@ static void *flood_read(void *arg)
 static int t_ctl_flood(int argc, char **argv)
 {
 	int secs = argc > 2 ? atoi(argv[2]) : 5;
-	volatile bool stop = false;
+	bool stop = false;
 	struct flood f[4];
 	pthread_t th[8];
 	uint64_t sent = 0, answered = 0;
@@ -763,7 +767,7 @@ static int t_ctl_flood(int argc, char **argv)
 		pthread_create(&th[2 * i + 1], NULL, flood_read, &f[i]);
 	}
 	sleep((unsigned)secs);
-	stop = true;
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	for (int i = 0; i < 8; i++)
 		pthread_join(th[i], NULL);
 	for (int i = 0; i < 4; i++) {
